@@ -1,0 +1,342 @@
+"""Parser: Mica source text -> ast.Program.
+
+lark parses with mica.lark (LALR); the Builder below turns its tree into the
+dataclasses of ast.py at this boundary, so no later stage sees a lark tree.
+Lexical and syntax errors become numbered diagnostics (1xxx, 2xxx).
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+
+import lark
+from lark import Token, Transformer, v_args
+
+from ..diagnostics import Pos, Reporter, SourceFile
+from . import ast
+
+KEYWORDS = frozenset(
+    "program const type var record end array of begin if then else for to downto do "
+    "while repeat until break continue exit procedure function tracked tape address "
+    "on gpu and or not div mod true false".split()
+)
+
+INT64_MAX = 2**63 - 1
+
+
+@functools.cache
+def _lark() -> lark.Lark:
+    grammar = resources.files(__package__).joinpath("mica.lark").read_text()
+    return lark.Lark(grammar, parser="lalr", lexer="basic", propagate_positions=True, maybe_placeholders=True)
+
+
+def parse(source: SourceFile) -> ast.Program:
+    reporter = Reporter(source)
+    try:
+        tree = _lark().parse(source.text)
+    except lark.exceptions.UnexpectedCharacters as e:
+        _lexical_error(reporter, source, e)
+    except lark.exceptions.UnexpectedToken as e:
+        _syntax_error(reporter, source, e)
+    except lark.exceptions.UnexpectedEOF as e:  # raised by some lark paths instead of $END tokens
+        reporter.error(_end_pos(source), 2002, "unexpected end of file" + _expected_text(e.expected))
+    reporter.check()
+    program = Builder(reporter).transform(tree)
+    reporter.check()
+    return program
+
+
+# ---------------------------------------------------------------- errors
+
+
+def _lexical_error(reporter: Reporter, source: SourceFile, e: lark.exceptions.UnexpectedCharacters) -> None:
+    pos = Pos(e.line, e.column)
+    rest = source.text[e.pos_in_stream:]
+    if rest.startswith("'"):
+        reporter.error(pos, 1002, "unterminated string literal: a string ends with ' on the same line")
+    elif rest.startswith("{") or rest.startswith("(*"):
+        closer = "}" if rest.startswith("{") else "*)"
+        reporter.error(pos, 1003, f"unterminated comment: no closing '{closer}' before the end of the file")
+    elif rest[:1].isdigit():
+        reporter.error(pos, 1005, "malformed number: a float needs digits after '.' (write 1.0, not 1.)")
+    else:
+        char = rest[:1]
+        shown = repr(char) if char.isprintable() else f"U+{ord(char):04X}"
+        reporter.error(pos, 1001, f"unexpected character {shown}")
+
+
+_TERMINAL_WORDS = {"NAME": "a name", "INT": "an integer", "FLOAT": "a float", "STRING": "a string", "$END": "end of file"}
+
+
+def _describe_terminal(name: str) -> str:
+    if name in _TERMINAL_WORDS:
+        return _TERMINAL_WORDS[name]
+    try:
+        pattern = _lark().get_terminal(name).pattern
+    except KeyError:
+        return name
+    if isinstance(pattern, lark.lexer.PatternStr):
+        return f"'{pattern.value}'"
+    return name.lower()
+
+
+def _expected_text(expected) -> str:
+    if not expected:
+        return ""
+    words = sorted({_describe_terminal(t) for t in expected})
+    if len(words) > 6:
+        return ""
+    if len(words) == 1:
+        return f"; expected {words[0]}"
+    return "; expected " + ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _token_text(token: Token) -> str:
+    if token.type == "$END":
+        return "end of file"
+    return f"'{token.value}'"
+
+
+def _previous_token_end(source: SourceFile, offset: int) -> Pos | None:
+    """Where the token before `offset` ends: the place a missing ';' belongs."""
+    last = None
+    try:
+        for token in _lark().lex(source.text[:offset]):
+            last = token
+    except lark.exceptions.LarkError:
+        return None
+    if last is None:
+        return None
+    return Pos(last.end_line, last.end_column)
+
+
+def _end_pos(source: SourceFile) -> Pos:
+    lines = source.text.splitlines() or [""]
+    return Pos(len(lines), len(lines[-1]) + 1)
+
+
+def _syntax_error(reporter: Reporter, source: SourceFile, e: lark.exceptions.UnexpectedToken) -> None:
+    token = e.token
+    expected = set(e.expected)
+    if token.type == "$END":
+        reporter.error(_end_pos(source), 2002, "unexpected end of file" + _expected_text(expected))
+        return
+    pos = Pos(token.line, token.column)
+    found = _token_text(token)
+    if token.type == "NAME" and token.value.lower() in KEYWORDS and token.value not in KEYWORDS:
+        reporter.error(pos, 2004, f"'{token.value}' is not a keyword: keywords are lowercase ('{token.value.lower()}')")
+    elif token.value in KEYWORDS and "NAME" in expected and token.value not in ("true", "false", "not"):
+        reporter.error(pos, 2005, f"'{token.value}' is a reserved keyword and cannot be used as a name here")
+    elif token.value == "else" and "SEMICOLON" in expected:
+        reporter.error(pos, 2006, "';' before 'else' ends the if statement; remove the ';'")
+    elif token.value == "=" and "':='" in {_describe_terminal(t) for t in expected}:
+        reporter.error(pos, 2007, "'=' compares; assignment is ':='")
+    elif "SEMICOLON" in expected and token.type not in ("DOT",):
+        where = _previous_token_end(source, token.start_pos) or pos
+        reporter.error(where, 2001, f"expected ';' before {found}")
+    elif "DOT" in expected and len(expected) == 1:
+        reporter.error(pos, 2009, f"expected '.' after the program's final 'end', found {found}")
+    else:
+        reporter.error(pos, 2003, f"unexpected {found}" + _expected_text(expected))
+
+
+# ---------------------------------------------------------------- tree -> AST
+
+
+def _pos(item) -> Pos:
+    if isinstance(item, Token):
+        return Pos(item.line, item.column)
+    if isinstance(item, ast.Node):
+        return item.pos
+    return Pos(item.line, item.column)
+
+
+def _string_value(token: Token) -> str:
+    return token.value[1:-1].replace("''", "'")
+
+
+@v_args(meta=True, inline=True)
+class Builder(Transformer):
+    """Turns lark's tree into ast nodes; reports literals out of range (1004)."""
+
+    def __init__(self, reporter: Reporter):
+        super().__init__()
+        self.reporter = reporter
+
+    # -- program and declarations
+
+    def start(self, meta, name, *rest):
+        *sections, body = rest
+        return ast.Program(_pos(name), str(name), _flatten(sections), body)
+
+    def const_section(self, meta, *decls):
+        return list(decls)
+
+    type_section = var_section = const_section
+
+    def const_decl(self, meta, name, type_expr, value):
+        return ast.ConstDecl(_pos(name), str(name), type_expr, value)
+
+    def type_decl(self, meta, name, type_expr):
+        return ast.TypeDecl(_pos(name), str(name), type_expr)
+
+    def var_decl(self, meta, names, type_expr, init):
+        return ast.VarDecl(names[0][1], [n for n, _ in names], type_expr, init)
+
+    def name_list(self, meta, *names):
+        return [(str(n), _pos(n)) for n in names]
+
+    def procedure(self, meta, name, params, *rest):
+        *sections, body = rest
+        return ast.Routine(_pos(name), "procedure", str(name), params or [], None, _flatten(sections), body)
+
+    def function(self, meta, name, params, result, *rest):
+        *sections, body = rest
+        return ast.Routine(_pos(name), "function", str(name), params or [], result, _flatten(sections), body)
+
+    def params(self, meta, *groups):
+        return [p for g in groups if g is not None for p in g]
+
+    def param_group(self, meta, address, names, type_expr):
+        return [ast.Param(pos, name, type_expr, address is not None) for name, pos in names]
+
+    # -- types
+
+    def named_type(self, meta, name):
+        return ast.NamedType(_pos(name), str(name))
+
+    def shaped_type(self, meta, name, dims, element):
+        return ast.ShapedType(_pos(name), str(name), dims, element)
+
+    def dynamic_shaped_type(self, meta, name, element):
+        return ast.DynamicShapedType(_pos(name), str(name), element)
+
+    def static_array_type(self, meta, low, _dotdot, high, element):
+        return ast.StaticArrayType(Pos(meta.line, meta.column), low, high, element)
+
+    def dynamic_array_type(self, meta, element):
+        return ast.DynamicArrayType(Pos(meta.line, meta.column), element)
+
+    def record_type(self, meta, fields):
+        return ast.RecordType(Pos(meta.line, meta.column), fields)
+
+    def field_decls(self, meta, *fields):
+        return [f for f in fields if f is not None]
+
+    def field_decl(self, meta, names, type_expr):
+        return ast.FieldDecl(names[0][1], [n for n, _ in names], type_expr)
+
+    def tracked_type(self, meta, inner):
+        return ast.TrackedType(Pos(meta.line, meta.column), inner)
+
+    def address_type(self, meta, keyword, inner):
+        return ast.AddressType(_pos(keyword), inner)
+
+    def on_gpu_type(self, meta, inner):
+        return ast.OnGpuType(Pos(meta.line, meta.column), inner)
+
+    # -- statements
+
+    def stmt_list(self, meta, *stmts):
+        return [s for s in stmts if not isinstance(s, ast.Empty)]
+
+    def assign(self, meta, target, value):
+        return ast.Assign(target.pos, target, value)
+
+    def call_stmt(self, meta, call):
+        return ast.CallStmt(call.pos, call)
+
+    def compound(self, meta, body):
+        return ast.Compound(Pos(meta.line, meta.column), body)
+
+    def if_stmt(self, meta, cond, then, otherwise):
+        return ast.If(Pos(meta.line, meta.column), cond, then, otherwise)
+
+    def for_stmt(self, meta, var, start, direction, stop, body):
+        variable = ast.Name(_pos(var), str(var))
+        return ast.For(Pos(meta.line, meta.column), variable, start, stop, direction.type == "DOWNTO", body)
+
+    def while_stmt(self, meta, cond, body):
+        return ast.While(Pos(meta.line, meta.column), cond, body)
+
+    def repeat_stmt(self, meta, body, cond):
+        return ast.Repeat(Pos(meta.line, meta.column), body, cond)
+
+    def tape_stmt(self, meta, body):
+        return ast.Tape(Pos(meta.line, meta.column), body, Pos(meta.end_line, meta.end_column - 3))
+
+    def break_stmt(self, meta, token):
+        return ast.Break(_pos(token))
+
+    def continue_stmt(self, meta, token):
+        return ast.Continue(_pos(token))
+
+    def exit_stmt(self, meta, token):
+        return ast.Exit(_pos(token))
+
+    def empty_stmt(self, meta):
+        return ast.Empty(Pos(0, 0))
+
+    # -- expressions
+
+    def binary(self, meta, left, op, right):
+        return ast.Binary(_pos(op), str(op), left, right)
+
+    def unary(self, meta, op, operand):
+        return ast.Unary(_pos(op), str(op), operand)
+
+    def index(self, meta, base, indices):
+        return ast.Index(base.pos, base, indices)
+
+    def field(self, meta, base, name):
+        return ast.Field(_pos(name), base, str(name))
+
+    def call(self, meta, callee, args):
+        return ast.Call(callee.pos, callee, args or [])
+
+    def int_lit(self, meta, token):
+        value = int(token.value)
+        if value > INT64_MAX:
+            self.reporter.error(_pos(token), 1004, f"integer literal {token.value} does not fit in 64 bits")
+            value = 0
+        return ast.IntLit(_pos(token), value)
+
+    def float_lit(self, meta, token):
+        value = float(token.value)
+        if value in (float("inf"), float("-inf")):
+            self.reporter.error(_pos(token), 1006, f"float literal {token.value} is too large for float64")
+            value = 0.0
+        return ast.FloatLit(_pos(token), token.value, value)
+
+    def str_lit(self, meta, token):
+        return ast.StrLit(_pos(token), _string_value(token))
+
+    def bool_lit(self, meta, token):
+        return ast.BoolLit(_pos(token), token.value == "true")
+
+    def name(self, meta, token):
+        return ast.Name(_pos(token), str(token))
+
+    def tensor_lit(self, meta, bracket, items):
+        return ast.TensorLit(_pos(bracket), items)
+
+    def expr_list(self, meta, *items):
+        return list(items)
+
+    def arg_list(self, meta, *args):
+        return list(args)
+
+    def address_arg(self, meta, keyword, place):
+        return ast.AddressArg(_pos(keyword), place)
+
+    def format_arg(self, meta, value, width, decimals):
+        return ast.FormatArg(value.pos, value, width, decimals)
+
+
+def _flatten(sections) -> list:
+    """Sections parse to lists of declarations; routines stand alone."""
+    flat = []
+    for section in sections:
+        flat.extend(section if isinstance(section, list) else [section])
+    return flat
