@@ -90,6 +90,7 @@ TypeExpr = Any  # one of the classes above
 @dataclass
 class Expr(Node):
     ty: Any = field(default=None, compare=False, kw_only=True)
+    folded: Any = field(default=None, compare=False, kw_only=True)  # value known at compile time
 
 
 @dataclass

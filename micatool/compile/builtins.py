@@ -1,0 +1,358 @@
+"""The predeclared vocabulary's signatures: how the analyzer types each builtin call.
+
+Each checker takes the analyzer, the call and the expected type, analyzes the
+arguments and gives the result type (VOID for procedures), reporting misuse.
+lower_builtins.py holds the matching C for each name.
+"""
+
+from __future__ import annotations
+
+from . import ast
+from .types import (
+    BOOLEAN,
+    ERROR,
+    FLOAT64,
+    INTEGER,
+    STRING,
+    VOID,
+    Array,
+    ErrorType,
+    Scalar,
+    Tensor,
+    Type,
+    is_tracked,
+    plain,
+)
+
+CHECKERS = {}
+
+
+def checker(*names):
+    def register(function):
+        for name in names:
+            CHECKERS[name] = function
+        return function
+
+    return register
+
+
+def _name(call: ast.Call) -> str:
+    return call.callee.ident
+
+
+def arity(a, call: ast.Call, *counts: int) -> bool:
+    if len(call.args) in counts:
+        return True
+    for arg in call.args:
+        a.expr(arg.place if isinstance(arg, ast.AddressArg) else arg)
+    wanted = " or ".join(str(c) for c in counts)
+    noun = "argument" if counts == (1,) else "arguments"
+    a.error(call, 4027, f"'{_name(call)}' takes {wanted} {noun}, found {len(call.args)}")
+    return False
+
+
+def values(a, call: ast.Call) -> list[Type]:
+    return [a.expr(arg) for arg in call.args]
+
+
+def wrong(a, call: ast.Call, arg: ast.Expr, t: Type, wanted: str) -> Type:
+    return a.error(arg, 4032, f"'{_name(call)}' needs {wanted}, found '{t}'")
+
+
+def is_integer(t: Type) -> bool:
+    return isinstance(plain(t), Scalar) and plain(t).is_integer
+
+
+def is_number(t: Type) -> bool:
+    return isinstance(plain(t), Scalar) and plain(t).is_numeric
+
+
+def is_float(t: Type) -> bool:
+    return isinstance(plain(t), Scalar) and plain(t).is_float
+
+
+def plain_only(a, call: ast.Call, types: list[Type]) -> None:
+    """Inside a tape window, a builtin that does not record must not read tracked values."""
+    if a.tape_depth == 0:
+        return
+    for arg, t in zip(call.args, types):
+        if is_tracked(t):
+            a.error(arg, 5108, f"'{_name(call)}' does not record on the tape, so its result would carry no gradient; "
+                               f"read '{t}' outside the window")
+
+
+# ---------------------------------------------------------------- output
+
+
+def printable(t: Type) -> bool:
+    p = plain(t)
+    return (isinstance(p, Scalar)) or isinstance(p, Tensor)
+
+
+@checker("Write", "WriteLn")
+def check_write(a, call: ast.Call, expected) -> Type:
+    for arg in call.args:
+        if isinstance(arg, ast.FormatArg):
+            t = a.expr(arg.value)
+            arg.ty = t
+            for part in (arg.width, arg.decimals):
+                if part is not None:
+                    pt = a.expr(part)
+                    if not isinstance(pt, ErrorType) and not is_integer(pt):
+                        a.error(part, 4033, f"a width or decimal count must be an integer, found '{pt}'")
+            if isinstance(t, ErrorType):
+                continue
+            element = plain(t).element if isinstance(plain(t), Tensor) else plain(t)
+            if arg.decimals is not None and not (isinstance(element, Scalar) and element.is_float):
+                a.error(arg.decimals, 4034, f"decimals apply to floats; '{t}' takes only a width")
+        else:
+            if isinstance(arg, ast.AddressArg):
+                a.expr(arg.place)
+                a.error(arg, 5007, "Write prints values; remove 'address'")
+                continue
+            t = a.expr(arg)
+        if not isinstance(t, ErrorType) and not printable(t):
+            a.error(arg, 4035, f"cannot print a value of type '{t}'; print its fields or elements")
+    return VOID
+
+
+# ---------------------------------------------------------------- sizes
+
+
+@checker("Length")
+def check_length(a, call, expected) -> Type:
+    if not arity(a, call, 1):
+        return ERROR
+    (t,) = values(a, call)
+    p = plain(t)
+    if isinstance(t, ErrorType):
+        return ERROR
+    if p == STRING or isinstance(p, Array) or (isinstance(p, Tensor) and p.rank == 1):
+        if isinstance(p, Array) and not p.is_dynamic:
+            call.folded = p.length
+        elif isinstance(p, Tensor) and p.is_concrete:
+            call.folded = p.shape[0]
+        return INTEGER
+    return wrong(a, call, call.args[0], t, "a string, an array or a vector")
+
+
+@checker("Rows", "Cols")
+def check_rows(a, call, expected) -> Type:
+    if not arity(a, call, 1):
+        return ERROR
+    (t,) = values(a, call)
+    p = plain(t)
+    if isinstance(t, ErrorType):
+        return ERROR
+    if not (isinstance(p, Tensor) and p.rank == 2):
+        return wrong(a, call, call.args[0], t, "a matrix")
+    if p.is_concrete:
+        call.folded = p.shape[0] if _name(call) == "Rows" else p.shape[1]
+    return INTEGER
+
+
+@checker("SetLength")
+def check_set_length(a, call, expected) -> Type:
+    if not arity(a, call, 2):
+        return ERROR
+    target = call.args[0]
+    t = a.address_arg(target, "SetLength's first argument") if isinstance(target, ast.AddressArg) else a.place(target, "resize")
+    n = a.expr(call.args[1])
+    if not isinstance(n, ErrorType) and not is_integer(n):
+        wrong(a, call, call.args[1], n, "an integer length")
+    if isinstance(t, ErrorType):
+        return VOID
+    if not (isinstance(t, Array) and t.is_dynamic):
+        wrong(a, call, target, t, "a dynamic array")
+    return VOID
+
+
+@checker("SetShape")
+def check_set_shape(a, call, expected) -> Type:
+    if not call.args:
+        return arity(a, call, 2, 3) and ERROR
+    t = a.address_arg(call.args[0], "SetShape's first argument")
+    extents = [a.expr(arg) for arg in call.args[1:]]
+    for arg, et in zip(call.args[1:], extents):
+        if not isinstance(et, ErrorType) and not is_integer(et):
+            wrong(a, call, arg, et, "integer extents")
+    if isinstance(t, ErrorType):
+        return VOID
+    if not (isinstance(t, Tensor) and t.is_dynamic):
+        return wrong(a, call, call.args[0], t, "a dynamic vector or matrix") and VOID
+    if len(extents) != t.rank:
+        a.error(call, 4027, f"SetShape of a {'vector' if t.rank == 1 else 'matrix'} takes {t.rank} extent(s), found {len(extents)}")
+    return VOID
+
+
+# ---------------------------------------------------------------- strings
+
+
+def _signature(a, call, params: list[Type], result: Type) -> Type:
+    if not arity(a, call, len(params)):
+        return ERROR
+    types = values(a, call)
+    for arg, t, wanted in zip(call.args, types, params):
+        if isinstance(t, ErrorType):
+            return ERROR
+        if wanted == INTEGER and not is_integer(t) or wanted == STRING and plain(t) != STRING \
+                or wanted == FLOAT64 and not is_number(t):
+            return wrong(a, call, arg, t, f"'{wanted}'")
+    plain_only(a, call, types)
+    return result
+
+
+@checker("Copy")
+def check_copy(a, call, expected):
+    return _signature(a, call, [STRING, INTEGER, INTEGER], STRING)
+
+
+@checker("Pos")
+def check_pos(a, call, expected):
+    return _signature(a, call, [STRING, STRING], INTEGER)
+
+
+@checker("Ord")
+def check_ord(a, call, expected):
+    return _signature(a, call, [STRING], INTEGER)
+
+
+@checker("Chr")
+def check_chr(a, call, expected):
+    return _signature(a, call, [INTEGER], STRING)
+
+
+@checker("IntToStr")
+def check_int_to_str(a, call, expected):
+    return _signature(a, call, [INTEGER], STRING)
+
+
+@checker("FloatToStr")
+def check_float_to_str(a, call, expected):
+    return _signature(a, call, [FLOAT64], STRING)
+
+
+@checker("StrToInt")
+def check_str_to_int(a, call, expected):
+    return _signature(a, call, [STRING], INTEGER)
+
+
+@checker("StrToFloat")
+def check_str_to_float(a, call, expected):
+    return _signature(a, call, [STRING], FLOAT64)
+
+
+@checker("UpperCase", "LowerCase", "Trim")
+def check_case(a, call, expected):
+    return _signature(a, call, [STRING], STRING)
+
+
+# ---------------------------------------------------------------- program and files
+
+
+@checker("ParamCount")
+def check_param_count(a, call, expected):
+    return _signature(a, call, [], INTEGER)
+
+
+@checker("ParamStr")
+def check_param_str(a, call, expected):
+    return _signature(a, call, [INTEGER], STRING)
+
+
+@checker("Halt")
+def check_halt(a, call, expected):
+    return _signature(a, call, [INTEGER], VOID)
+
+
+@checker("Clock")
+def check_clock(a, call, expected):
+    return _signature(a, call, [], FLOAT64)
+
+
+@checker("ReadFile")
+def check_read_file(a, call, expected):
+    return _signature(a, call, [STRING], STRING)
+
+
+@checker("WriteFile")
+def check_write_file(a, call, expected):
+    return _signature(a, call, [STRING, STRING], VOID)
+
+
+@checker("FileExists")
+def check_file_exists(a, call, expected):
+    return _signature(a, call, [STRING], BOOLEAN)
+
+
+# ---------------------------------------------------------------- scalar arithmetic
+
+
+@checker("Trunc", "Round", "Floor", "Ceil")
+def check_round(a, call, expected):
+    return _signature(a, call, [FLOAT64], INTEGER)
+
+
+@checker("Min", "Max")
+def check_min_max(a, call, expected):
+    if len(call.args) == 1 and _name(call) == "Max":
+        return CHECKERS["Max:reduce"](a, call, expected)
+    if not arity(a, call, 2):
+        return ERROR
+    types = values(a, call)
+    if any(isinstance(t, ErrorType) for t in types):
+        return ERROR
+    for arg, t in zip(call.args, types):
+        if not is_number(t):
+            return wrong(a, call, arg, t, "two numbers")
+    plain_only(a, call, types)
+    left, right = (plain(t) for t in types)
+    return a.promote(left, right, *call.args)
+
+
+@checker("Abs")
+def check_abs(a, call, expected):
+    if not arity(a, call, 1):
+        return ERROR
+    (t,) = values(a, call)
+    if isinstance(t, ErrorType):
+        return ERROR
+    p = plain(t)
+    if isinstance(p, Scalar) and p.is_integer:
+        return INTEGER
+    if isinstance(p, Scalar) and p.is_float or isinstance(p, Tensor) and p.element.is_float and not p.is_dynamic:
+        a.note_tracked_op(t)
+        return t
+    return wrong(a, call, call.args[0], t, "a number or a float tensor")
+
+
+@checker("Odd")
+def check_odd(a, call, expected):
+    return _signature(a, call, [INTEGER], BOOLEAN)
+
+
+# ---------------------------------------------------------------- conversions
+
+
+def conversion(a, call: ast.Call, target: Type) -> Type:
+    """float32(x), float64(x), integer(x)...: a type name called on a value."""
+    name = _name(call)
+    if not arity(a, call, 1):
+        return ERROR
+    (t,) = values(a, call)
+    if isinstance(t, ErrorType):
+        return ERROR
+    p = plain(t)
+    if isinstance(target, Scalar) and target.is_float:
+        if isinstance(p, Scalar) and p.is_numeric:
+            return target
+        if isinstance(p, Tensor) and not p.is_dynamic:
+            return Tensor(target, p.shape, 0, p.on_gpu)
+        if isinstance(p, Tensor):
+            return Tensor(target, None, p.rank, p.on_gpu)
+    if isinstance(target, Scalar) and target.is_integer:
+        if isinstance(p, Scalar) and p.is_integer:
+            return target
+        if isinstance(p, Scalar) and p.is_float:
+            return a.error(call, 4036, f"{name}(...) does not convert floats; use Trunc or Round")
+    return a.error(call, 4036, f"cannot convert '{t}' to '{target}'")

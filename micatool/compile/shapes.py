@@ -1,0 +1,99 @@
+"""Shape rules: products, broadcasts and the unification of shape variables.
+
+Takes tensor types, gives the result type or a sentence saying why the shapes
+cannot meet. The analyzer turns that sentence into a 6xxx diagnostic.
+"""
+
+from __future__ import annotations
+
+from .types import Array, Dim, Tensor, Tracked, Type
+
+
+class ShapeMismatch(Exception):
+    pass
+
+
+def same_dim(a: Dim | None, b: Dim | None) -> bool:
+    """Dimensions meet if equal, or if either is only known at run time (None)."""
+    return a is None or b is None or a == b
+
+
+def dims(t: Tensor) -> tuple:
+    """A tensor's extents; a dynamic tensor's are unknown (None) until run time."""
+    return t.shape if t.shape is not None else (None,) * t.rank
+
+
+def result_tensor(template: Tensor, shape: tuple, dynamic: bool) -> Tensor:
+    if dynamic:
+        return Tensor(template.element, None, len(shape), template.on_gpu)
+    return template.with_shape(shape)
+
+
+def product(a: Tensor, b: Tensor) -> Tensor:
+    """The algebraic product a * b (LANGUAGE.md §4)."""
+    sa, sb = dims(a), dims(b)
+    dynamic = a.is_dynamic or b.is_dynamic
+    if len(sa) == 1 and len(sb) == 1:
+        raise ShapeMismatch("'*' between two vectors is not defined; use Dot for the inner product or Mul elementwise")
+    if len(sa) == 1:  # row vector times matrix
+        if len(sb) != 2:
+            raise ShapeMismatch("a vector can only multiply a matrix")
+        if not same_dim(sa[0], sb[0]):
+            raise ShapeMismatch(f"the vector's length {sa[0]} differs from the matrix's rows {sb[0]}")
+        return result_tensor(b, (sb[1],), dynamic)
+    if len(sb) == 1:  # matrix (or batch of matrices) times vector
+        if not same_dim(sa[-1], sb[0]):
+            raise ShapeMismatch(f"inner dimensions {sa[-1]} and {sb[0]} differ")
+        return result_tensor(a, sa[:-1], dynamic)
+    if len(sb) == 2:  # matrix, or a batch of matrices, times one matrix
+        if not same_dim(sa[-1], sb[0]):
+            raise ShapeMismatch(f"inner dimensions {sa[-1]} and {sb[0]} differ")
+        return result_tensor(a, sa[:-1] + (sb[1],), dynamic)
+    if len(sa) != len(sb) or any(not same_dim(x, y) for x, y in zip(sa[:-2], sb[:-2])):
+        raise ShapeMismatch("batched products need the same leading dimensions")
+    if not same_dim(sa[-1], sb[-2]):
+        raise ShapeMismatch(f"inner dimensions {sa[-1]} and {sb[-2]} differ")
+    return result_tensor(a, sa[:-1] + (sb[-1],), dynamic)
+
+
+def elementwise(a: Tensor, b: Tensor, op: str) -> Tensor:
+    """a + b and a - b: equal shapes, or a vector added to every row of its left operand."""
+    sa, sb = dims(a), dims(b)
+    dynamic = a.is_dynamic or b.is_dynamic
+    if len(sa) == len(sb):
+        if all(same_dim(x, y) for x, y in zip(sa, sb)):
+            return result_tensor(a, sa, dynamic)
+        raise ShapeMismatch("the shapes differ")
+    if len(sb) == 1 and len(sa) > 1:
+        if same_dim(sa[-1], sb[0]):
+            return result_tensor(a, sa, dynamic)
+        raise ShapeMismatch(f"a vector of length {sb[0]} cannot be added to rows of length {sa[-1]}")
+    raise ShapeMismatch("the shapes differ")
+
+
+def unify(param: Type, arg: Type, binding: dict[str, Dim]) -> bool:
+    """Bind the shape variables of a parameter type so that arg fits it.
+
+    Returns False when the structure differs; raises ShapeMismatch when a
+    variable would need two sizes at once.
+    """
+    if isinstance(param, Tracked):
+        return unify(param.inner, arg.inner if isinstance(arg, Tracked) else arg, binding)
+    if isinstance(arg, Tracked):
+        arg = arg.inner
+    if isinstance(param, Array):
+        if not isinstance(arg, Array) or (param.low, param.high) != (arg.low, arg.high):
+            return False
+        return unify(param.element, arg.element, binding)
+    if not isinstance(param, Tensor) or param.is_dynamic:
+        return True  # nothing to bind; assignability is checked afterwards
+    if not isinstance(arg, Tensor) or arg.is_dynamic or len(arg.shape) != len(param.shape):
+        return False
+    for p, a in zip(param.shape, arg.shape):
+        if isinstance(p, str):
+            bound = binding.setdefault(p, a)
+            if bound != a:
+                raise ShapeMismatch(f"shape variable {p} would be both {bound} and {a}")
+        elif p != a:
+            return False
+    return True

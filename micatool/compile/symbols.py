@@ -1,0 +1,96 @@
+"""Symbols and scopes: what a name in a Mica program stands for.
+
+The analyzer creates these; the lowering reads them. A program has one global
+scope (constants, types, variables, routines, the predeclared vocabulary) and
+each routine one local scope beneath it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from ..diagnostics import Pos
+from . import ast
+from .types import Type
+
+
+@dataclass(eq=False)
+class Symbol:
+    name: str
+    pos: Pos
+
+
+@dataclass(eq=False)
+class ConstSymbol(Symbol):
+    type: Type
+    value: Any
+
+
+@dataclass(eq=False)
+class TypeSymbol(Symbol):
+    type: Type
+
+
+@dataclass(eq=False)
+class VarSymbol(Symbol):
+    """A variable, parameter, function result or loop variable."""
+
+    type: Type
+    role: str  # 'global', 'local', 'param', 'result'
+    by_address: bool = False
+    init: Optional[ast.Expr] = None
+    is_loop_var: bool = False  # set while a for loop runs over it
+    assigned: bool = False  # a value parameter written in its routine needs its own copy
+
+
+@dataclass(eq=False)
+class ShapeVarSymbol(Symbol):
+    """A dimension name in a parameter type, bound by unification at each call."""
+
+
+@dataclass(eq=False)
+class RoutineSymbol(Symbol):
+    decl: ast.Routine
+    params: list[VarSymbol] = field(default_factory=list)
+    result: Optional[Type] = None
+    result_var: Optional[VarSymbol] = None
+    locals: list[VarSymbol] = field(default_factory=list)
+    local_consts: list[ConstSymbol] = field(default_factory=list)
+    shape_vars: list[str] = field(default_factory=list)
+    calls: set = field(default_factory=set)  # routines this one calls
+    touches_tracked: bool = False  # reads or writes tracked values
+    has_tape: bool = False  # holds a tape window
+
+    @property
+    def is_generic(self) -> bool:
+        return bool(self.shape_vars)
+
+    @property
+    def is_function(self) -> bool:
+        return self.decl.kind == "function"
+
+
+@dataclass(eq=False)
+class BuiltinSymbol(Symbol):
+    """A word of the predeclared vocabulary (WriteLn, Sum, AdamStep, ...)."""
+
+
+class Scope:
+    def __init__(self, parent: Optional[Scope] = None):
+        self.parent = parent
+        self.names: dict[str, Symbol] = {}
+
+    def lookup(self, name: str) -> Optional[Symbol]:
+        scope = self
+        while scope is not None:
+            if name in scope.names:
+                return scope.names[name]
+            scope = scope.parent
+        return None
+
+    def local(self, name: str) -> Optional[Symbol]:
+        return self.names.get(name)
+
+    def define(self, symbol: Symbol) -> None:
+        self.names[symbol.name] = symbol

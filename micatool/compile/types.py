@@ -1,0 +1,235 @@
+"""Mica's types, as the analyzer resolves them from type syntax.
+
+A static tensor's shape is a tuple of dimensions; a dimension is an int, or
+the name of a shape variable inside a shape-generic routine. str() of a type
+is the text diagnostics quote ('tracked matrix[2, 2] of float64').
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+Dim = Union[int, str]
+
+
+class Type:
+    pass
+
+
+@dataclass(frozen=True)
+class Scalar(Type):
+    name: str
+
+    @property
+    def is_integer(self) -> bool:
+        return self.name in INTEGER_RANGES
+
+    @property
+    def is_float(self) -> bool:
+        return self.name in ("float32", "float64")
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.is_integer or self.is_float
+
+    def __str__(self) -> str:
+        return self.name
+
+
+INTEGER = Scalar("integer")
+INT32 = Scalar("int32")
+INT8 = Scalar("int8")
+UINT8 = Scalar("uint8")
+FLOAT32 = Scalar("float32")
+FLOAT64 = Scalar("float64")
+BOOLEAN = Scalar("boolean")
+STRING = Scalar("string")
+
+INTEGER_RANGES = {
+    "integer": (-(2**63), 2**63 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int8": (-128, 127),
+    "uint8": (0, 255),
+}
+
+SCALARS = {t.name: t for t in (INTEGER, INT32, INT8, UINT8, FLOAT32, FLOAT64, BOOLEAN, STRING)}
+SCALARS["int64"] = INTEGER
+
+
+def format_dim(dim: Dim) -> str:
+    return str(dim)
+
+
+@dataclass(frozen=True)
+class Tensor(Type):
+    """A tensor whose shape is in the type (shape set) or in the value (shape None)."""
+
+    element: Scalar
+    shape: tuple[Dim, ...] | None
+    dynamic_rank: int = 0  # rank of a dynamic tensor: 1 vector, 2 matrix
+    on_gpu: bool = False
+
+    @property
+    def rank(self) -> int:
+        return self.dynamic_rank if self.shape is None else len(self.shape)
+
+    @property
+    def is_dynamic(self) -> bool:
+        return self.shape is None
+
+    @property
+    def is_concrete(self) -> bool:
+        return self.shape is not None and all(isinstance(d, int) for d in self.shape)
+
+    @property
+    def count(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def with_shape(self, shape) -> Tensor:
+        return Tensor(self.element, tuple(shape), 0, self.on_gpu)
+
+    def __str__(self) -> str:
+        place = " on gpu" if self.on_gpu else ""
+        if self.shape is None:
+            kind = "vector" if self.dynamic_rank == 1 else "matrix"
+            return f"{kind} of {self.element}{place}"
+        kind = {1: "vector", 2: "matrix"}.get(len(self.shape), "tensor")
+        dims = ", ".join(format_dim(d) for d in self.shape)
+        return f"{kind}[{dims}] of {self.element}{place}"
+
+
+@dataclass(frozen=True)
+class Array(Type):
+    """array[low..high] of T, or a dynamic array (low and high None)."""
+
+    element: Type
+    low: int | None
+    high: int | None
+
+    @property
+    def is_dynamic(self) -> bool:
+        return self.low is None
+
+    @property
+    def length(self) -> int:
+        return self.high - self.low + 1
+
+    def __str__(self) -> str:
+        if self.is_dynamic:
+            return f"array of {self.element}"
+        return f"array[{self.low}..{self.high}] of {self.element}"
+
+
+@dataclass(frozen=True, eq=False)
+class Record(Type):
+    """Records are nominal: each declaration is its own type."""
+
+    name: str
+    fields: tuple[tuple[str, Type], ...]
+
+    def field(self, name: str) -> Type | None:
+        for field_name, field_type in self.fields:
+            if field_name == name:
+                return field_type
+        return None
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Tracked(Type):
+    """A tracked place's type: the plain value plus the id of the node that made it."""
+
+    inner: Type
+
+    def __str__(self) -> str:
+        return f"tracked {self.inner}"
+
+
+@dataclass(frozen=True)
+class ErrorType(Type):
+    """Stands for an expression that already has an error; silences follow-on errors."""
+
+    def __str__(self) -> str:
+        return "<error>"
+
+
+@dataclass(frozen=True)
+class VoidType(Type):
+    """What a procedure call gives."""
+
+    def __str__(self) -> str:
+        return "no value"
+
+
+ERROR = ErrorType()
+VOID = VoidType()
+
+
+def plain(t: Type) -> Type:
+    """The type without its tracked wrapper."""
+    return t.inner if isinstance(t, Tracked) else t
+
+
+def is_tracked(t: Type) -> bool:
+    return isinstance(t, Tracked)
+
+
+def has_tracked(t: Type) -> bool:
+    """Does a value of this type hold tracked places somewhere inside?"""
+    if isinstance(t, Tracked):
+        return True
+    if isinstance(t, Array):
+        return has_tracked(t.element)
+    if isinstance(t, Record):
+        return any(has_tracked(ft) for _, ft in t.fields)
+    return False
+
+
+def needs_drop(t: Type) -> bool:
+    """Does a value of this type own heap storage (strings, dynamic arrays and tensors)?"""
+    if t == STRING:
+        return True
+    if isinstance(t, Tensor):
+        return t.is_dynamic
+    if isinstance(t, Array):
+        return t.is_dynamic or needs_drop(t.element)
+    if isinstance(t, Record):
+        return any(needs_drop(ft) for _, ft in t.fields)
+    if isinstance(t, Tracked):
+        return needs_drop(t.inner)
+    return False
+
+
+def is_float_scalar(t: Type) -> bool:
+    return isinstance(t, Scalar) and t.is_float
+
+
+def is_int_scalar(t: Type) -> bool:
+    return isinstance(t, Scalar) and t.is_integer
+
+
+def element_of(t: Type) -> Scalar | None:
+    """The scalar a value is made of: itself for scalars, the element for tensors."""
+    t = plain(t)
+    if isinstance(t, Scalar):
+        return t
+    if isinstance(t, Tensor):
+        return t.element
+    return None
+
+
+def substitute(t: Type, binding: dict[str, int]) -> Type:
+    """Replace shape variables by the sizes one call bound them to."""
+    if isinstance(t, Tensor) and t.shape is not None:
+        return t.with_shape(binding.get(d, d) if isinstance(d, str) else d for d in t.shape)
+    if isinstance(t, Tracked):
+        return Tracked(substitute(t.inner, binding))
+    if isinstance(t, Array):
+        return Array(substitute(t.element, binding), t.low, t.high)
+    return t

@@ -1,0 +1,248 @@
+/* mica.h: the Mica runtime as generated programs see it.
+ *
+ * Generated C includes this one header. It declares the runtime's types
+ * (strings, dynamic tensors, dynamic arrays, tape nodes), the traps that
+ * name a Mica source line, the checked integer arithmetic of the checked
+ * and debug tiers (MICA_CHECKS=1), printing, strings, and the tensor kernels.
+ * Every name here begins with mica_ or MICA_, so user names never collide.
+ */
+#ifndef MICA_H
+#define MICA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef MICA_CHECKS
+#define MICA_CHECKS 1
+#endif
+
+/* ------------------------------------------------------------ program */
+
+/* The generated program defines these two. */
+extern const char mica_source_name[];
+void mica_program(void);
+
+_Noreturn void mica_trap(int line, const char *what);
+_Noreturn void mica_trapf(int line, const char *format, ...);
+_Noreturn void mica_halt(int64_t code);
+void *mica_alloc(size_t bytes, int line); /* zeroed; traps when memory runs out */
+void mica_free(void *p);
+
+int64_t mica_param_count(void);
+double mica_clock(void);
+
+/* ------------------------------------------------------------ integers */
+
+static inline int64_t mica_add(int64_t a, int64_t b, int line) {
+    int64_t r;
+#if MICA_CHECKS
+    if (__builtin_add_overflow(a, b, &r)) mica_trap(line, "integer overflow");
+#else
+    (void)line;
+    r = (int64_t)((uint64_t)a + (uint64_t)b);
+#endif
+    return r;
+}
+
+static inline int64_t mica_sub(int64_t a, int64_t b, int line) {
+    int64_t r;
+#if MICA_CHECKS
+    if (__builtin_sub_overflow(a, b, &r)) mica_trap(line, "integer overflow");
+#else
+    (void)line;
+    r = (int64_t)((uint64_t)a - (uint64_t)b);
+#endif
+    return r;
+}
+
+static inline int64_t mica_mul(int64_t a, int64_t b, int line) {
+    int64_t r;
+#if MICA_CHECKS
+    if (__builtin_mul_overflow(a, b, &r)) mica_trap(line, "integer overflow");
+#else
+    (void)line;
+    r = (int64_t)((uint64_t)a * (uint64_t)b);
+#endif
+    return r;
+}
+
+static inline int64_t mica_neg(int64_t a, int line) {
+    return mica_sub(0, a, line);
+}
+
+/* Division by zero traps at every tier: C leaves it undefined, and the two
+ * architectures disagree (x86_64 faults, aarch64 answers 0). */
+static inline int64_t mica_div(int64_t a, int64_t b, int line) {
+    if (b == 0) mica_trap(line, "division by zero");
+    if (b == -1) return mica_neg(a, line);
+    return a / b;
+}
+
+static inline int64_t mica_mod(int64_t a, int64_t b, int line) {
+    if (b == 0) mica_trap(line, "division by zero");
+    if (b == -1) return 0;
+    return a % b;
+}
+
+/* An index into low..high, made zero-based. */
+static inline int64_t mica_index(int64_t i, int64_t low, int64_t high, int line) {
+#if MICA_CHECKS
+    if (i < low || i > high) mica_trapf(line, "index %lld out of range %lld..%lld", (long long)i, (long long)low, (long long)high);
+#else
+    (void)high;
+    (void)line;
+#endif
+    return i - low;
+}
+
+/* A value stored into a narrower integer type. */
+static inline int64_t mica_narrow(int64_t x, int64_t low, int64_t high, int line) {
+#if MICA_CHECKS
+    if (x < low || x > high) mica_trapf(line, "value %lld out of range %lld..%lld", (long long)x, (long long)low, (long long)high);
+#else
+    (void)low;
+    (void)high;
+    (void)line;
+#endif
+    return x;
+}
+
+/* Float to integer conversions are checked at every tier: out of range,
+ * the two architectures' instructions answer differently. */
+int64_t mica_trunc(double x, int line);
+int64_t mica_round(double x, int line);
+int64_t mica_floor(double x, int line);
+int64_t mica_ceil(double x, int line);
+
+/* ------------------------------------------------------------ strings */
+
+/* A string owns its bytes (NUL-terminated for convenience); Mica indexes from 1. */
+typedef struct {
+    int64_t len;
+    char *data;
+} mica_string;
+
+mica_string mica_str_lit(const char *bytes, int64_t len);
+mica_string mica_str_copy(mica_string s);
+void mica_str_drop(mica_string *s);
+void mica_str_assign(mica_string *dst, mica_string src); /* copies src */
+void mica_str_move(mica_string *dst, mica_string src);   /* takes src */
+mica_string mica_str_concat(mica_string a, mica_string b);
+int64_t mica_str_compare(mica_string a, mica_string b);
+mica_string mica_str_at(mica_string s, int64_t i, int line);
+mica_string mica_str_sub(mica_string s, int64_t start, int64_t count);
+int64_t mica_str_pos(mica_string needle, mica_string haystack);
+int64_t mica_str_ord(mica_string s, int line);
+mica_string mica_str_chr(int64_t code, int line);
+mica_string mica_str_of_int(int64_t x);
+mica_string mica_str_of_f64(double x);
+int64_t mica_str_to_int(mica_string s, int line);
+double mica_str_to_f64(mica_string s, int line);
+mica_string mica_str_upper(mica_string s);
+mica_string mica_str_lower(mica_string s);
+mica_string mica_str_trim(mica_string s);
+mica_string mica_param_str(int64_t i, int line);
+mica_string mica_read_file(mica_string path, int line);
+void mica_write_file(mica_string path, mica_string text, int line);
+bool mica_file_exists(mica_string path);
+
+/* ------------------------------------------------------------ output */
+
+/* Widths right-align in that many columns (0: none); decimals < 0: shortest
+ * form that reads back to the same bits. */
+void mica_write_str(mica_string s, int64_t width);
+void mica_write_cstr(const char *s);
+void mica_write_int(int64_t x, int64_t width);
+void mica_write_bool(bool x, int64_t width);
+void mica_write_f64(double x, int64_t width, int64_t decimals);
+void mica_write_f32(float x, int64_t width, int64_t decimals);
+void mica_write_ints(const int64_t *x, int64_t n, int64_t width);
+void mica_write_i32s(const int32_t *x, int64_t n, int64_t width);
+void mica_write_i8s(const int8_t *x, int64_t n, int64_t width);
+void mica_write_u8s(const uint8_t *x, int64_t n, int64_t width);
+void mica_write_f64s(const double *x, int64_t n, int64_t width, int64_t decimals);
+void mica_write_f32s(const float *x, int64_t n, int64_t width, int64_t decimals);
+void mica_writeln(void);
+void mica_flush(void);
+
+/* ------------------------------------------------------------ dynamic storage */
+
+/* A dynamic tensor owns its elements; a vector has cols == 1. */
+#define MICA_DYNAMIC_TENSOR(T, NAME) \
+    typedef struct {                 \
+        int64_t rows, cols;          \
+        T *e;                        \
+    } NAME;
+MICA_DYNAMIC_TENSOR(double, mica_dyn_f64)
+MICA_DYNAMIC_TENSOR(float, mica_dyn_f32)
+MICA_DYNAMIC_TENSOR(int64_t, mica_dyn_i64)
+MICA_DYNAMIC_TENSOR(int32_t, mica_dyn_i32)
+MICA_DYNAMIC_TENSOR(int8_t, mica_dyn_i8)
+MICA_DYNAMIC_TENSOR(uint8_t, mica_dyn_u8)
+#undef MICA_DYNAMIC_TENSOR
+
+/* Storage helpers shared by dynamic tensors and dynamic arrays: (re)size a
+ * buffer of `count` elements of `size` bytes, keeping the common prefix and
+ * zeroing the rest. */
+void *mica_resize(void *data, int64_t old_count, int64_t new_count, size_t size, int line);
+void *mica_clone(const void *data, int64_t count, size_t size);
+void mica_check_shape(int64_t got, int64_t want, int line, const char *what);
+
+/* ------------------------------------------------------------ tensor kernels */
+
+/* Plain kernels, one per operation and element type; shapes are passed
+ * as ints after the pointers (outputs first, as in llm.c). */
+#define MICA_KERNELS(T, S)                                                                         \
+    void mica_add_##S(T *out, const T *a, const T *b, int64_t n);                                  \
+    void mica_sub_##S(T *out, const T *a, const T *b, int64_t n);                                  \
+    void mica_add_rows_##S(T *out, const T *a, const T *row, int64_t rows, int64_t cols);          \
+    void mica_sub_rows_##S(T *out, const T *a, const T *row, int64_t rows, int64_t cols);          \
+    void mica_scale_##S(T *out, const T *a, T s, int64_t n);                                       \
+    void mica_divide_##S(T *out, const T *a, T s, int64_t n);                                      \
+    void mica_shift_##S(T *out, const T *a, T s, int64_t n);                                       \
+    void mica_rsub_##S(T *out, T s, const T *a, int64_t n);                                        \
+    void mica_neg_##S(T *out, const T *a, int64_t n);                                              \
+    void mica_matmul_##S(T *out, const T *a, const T *b, int64_t m, int64_t k, int64_t n);         \
+    void mica_transpose_##S(T *out, const T *a, int64_t rows, int64_t cols);                       \
+    void mica_convert_##S##_f64(T *out, const double *a, int64_t n);                               \
+    void mica_convert_##S##_f32(T *out, const float *a, int64_t n);
+MICA_KERNELS(double, f64)
+MICA_KERNELS(float, f32)
+#undef MICA_KERNELS
+
+/* Dynamic tensor operations check shapes at run time and allocate their result. */
+#define MICA_DYNAMIC_OPS(T, S)                                                                     \
+    mica_dyn_##S mica_dyn_new_##S(int64_t rows, int64_t cols, int line);                           \
+    mica_dyn_##S mica_dyn_from_##S(const T *data, int64_t rows, int64_t cols, int line);           \
+    mica_dyn_##S mica_dyn_copy_##S(mica_dyn_##S a);                                                \
+    void mica_dyn_drop_##S(mica_dyn_##S *a);                                                       \
+    void mica_dyn_assign_##S(mica_dyn_##S *dst, mica_dyn_##S src);                                 \
+    void mica_dyn_move_##S(mica_dyn_##S *dst, mica_dyn_##S src);                                   \
+    void mica_dyn_set_shape_##S(mica_dyn_##S *a, int64_t rows, int64_t cols, int line);            \
+    void mica_dyn_to_static_##S(T *out, mica_dyn_##S a, int64_t rows, int64_t cols, int line);
+MICA_DYNAMIC_OPS(double, f64)
+MICA_DYNAMIC_OPS(float, f32)
+MICA_DYNAMIC_OPS(int64_t, i64)
+MICA_DYNAMIC_OPS(int32_t, i32)
+MICA_DYNAMIC_OPS(int8_t, i8)
+MICA_DYNAMIC_OPS(uint8_t, u8)
+#undef MICA_DYNAMIC_OPS
+
+#define MICA_DYNAMIC_MATH(T, S)                                                                    \
+    mica_dyn_##S mica_dyn_add_##S(mica_dyn_##S a, mica_dyn_##S b, int line);                       \
+    mica_dyn_##S mica_dyn_sub_##S(mica_dyn_##S a, mica_dyn_##S b, int line);                       \
+    mica_dyn_##S mica_dyn_add_rows_##S(mica_dyn_##S a, mica_dyn_##S row, int line);                \
+    mica_dyn_##S mica_dyn_sub_rows_##S(mica_dyn_##S a, mica_dyn_##S row, int line);                \
+    mica_dyn_##S mica_dyn_scale_##S(mica_dyn_##S a, T s, int line);                                \
+    mica_dyn_##S mica_dyn_divide_##S(mica_dyn_##S a, T s, int line);                               \
+    mica_dyn_##S mica_dyn_shift_##S(mica_dyn_##S a, T s, int line);                                \
+    mica_dyn_##S mica_dyn_rsub_##S(T s, mica_dyn_##S a, int line);                                 \
+    mica_dyn_##S mica_dyn_neg_##S(mica_dyn_##S a, int line);                                       \
+    mica_dyn_##S mica_dyn_matmul_##S(mica_dyn_##S a, int a_rank, mica_dyn_##S b, int b_rank, int line); \
+    mica_dyn_##S mica_dyn_transpose_##S(mica_dyn_##S a, int line);
+MICA_DYNAMIC_MATH(double, f64)
+MICA_DYNAMIC_MATH(float, f32)
+#undef MICA_DYNAMIC_MATH
+
+#endif /* MICA_H */
