@@ -145,6 +145,7 @@ mica_string mica_str_trim(mica_string s);
 mica_string mica_param_str(int64_t i, int line);
 mica_string mica_read_file(mica_string path, int line);
 void mica_write_file(mica_string path, mica_string text, int line);
+int mica_write_atomically(const char *name, const void *data, size_t size); /* 0 or errno */
 bool mica_file_exists(mica_string path);
 
 /* ------------------------------------------------------------ output */
@@ -190,6 +191,15 @@ void *mica_clone(const void *data, int64_t count, size_t size);
 void mica_check_shape(int64_t got, int64_t want, int line, const char *what);
 
 /* ------------------------------------------------------------ tensor kernels */
+
+#define MICA_GLUE(a, b) MICA_GLUE_(a, b)
+#define MICA_GLUE_(a, b) a##b
+
+/* C(m,n) = op(A)(m,k) * op(B)(k,n), row-major, see mica_gemm.c for the summation order. */
+void mica_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                   const float *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
+void mica_gemm_f64(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
+                   const double *b, int64_t ldb, double *c, int64_t ldc, bool accumulate);
 
 /* Plain kernels, one per operation and element type; shapes are passed
  * as ints after the pointers (outputs first, as in llm.c). */

@@ -1,0 +1,42 @@
+"""Compilation: Mica source -> AST -> analyzed program -> C.
+
+The driver calls front_end (parse and analyze, raising CompileError with every
+diagnostic) and to_c (lowering) in that order; nothing flows back upstream.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..diagnostics import CompileError, Diagnostic, Pos, SourceFile
+from .analyzer import Analysis, analyze
+from .lower import lower
+from .parser import parse
+
+
+class SourceError(Exception):
+    """The file could not be read at all."""
+
+
+def load_source(path: str) -> SourceFile:
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise SourceError(f"cannot read '{path}': {e.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        good = data[: e.start].decode("utf-8")
+        line = good.count("\n") + 1
+        col = len(good) - (good.rfind("\n") + 1) + 1
+        source = SourceFile(path, good)
+        raise CompileError([Diagnostic(source, Pos(line, col), 1007, f"the file is not valid UTF-8 (byte 0x{data[e.start]:02x})")]) from None
+    return SourceFile(path, text)
+
+
+def front_end(source: SourceFile) -> Analysis:
+    return analyze(source, parse(source))
+
+
+def to_c(source: SourceFile) -> str:
+    return lower(front_end(source))

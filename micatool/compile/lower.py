@@ -1,0 +1,427 @@
+"""Lowering: Analysis -> C source (readable C that includes runtime_c/mica.h).
+
+The program's body becomes mica_program(); each routine becomes one C function
+per shape binding it is called with (Affine__2x3), found by a worklist from
+the main body. Static shapes become compile-time constants in the C types.
+Statements lower here; expressions in lower_expr.py; builtins in
+lower_builtins.py; tracked values and tape windows in lower_tape.py.
+
+Values that own heap storage (strings, dynamic tensors and arrays) follow one
+discipline: a fresh value is moved into the place it is assigned to; a
+temporary that nobody takes is dropped at the end of its statement; locals are
+dropped when their routine returns.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib import resources
+
+import jinja2
+
+from .. import __version__
+from ..diagnostics import InternalError
+from . import ast
+from .analyzer import Analysis
+from .ctypes import CTypes, c_name
+from .lower_expr import CValue, ExprLowering
+from .symbols import RoutineSymbol, VarSymbol
+from .types import INTEGER_RANGES, Array, Record, Scalar, Tensor, Tracked, Type, needs_drop, plain, substitute
+
+_templates = jinja2.Environment(
+    loader=jinja2.FunctionLoader(lambda name: resources.files(__package__).joinpath("templates", name).read_text()),
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=False,
+    undefined=jinja2.StrictUndefined,
+)
+
+
+def lower(analysis: Analysis) -> str:
+    return Lowering(analysis).render()
+
+
+def c_string_literal(text: str) -> str:
+    out = []
+    for byte in text.encode("utf-8"):
+        char = chr(byte)
+        if char in '"\\':
+            out.append("\\" + char)
+        elif 32 <= byte < 127 and char != "?":
+            out.append(char)
+        else:
+            out.append(f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def passed_by_pointer(t: Type) -> bool:
+    """Static tensors, static arrays and records travel by pointer; the rest by value."""
+    t = plain(t)
+    if isinstance(t, Tensor):
+        return not t.is_dynamic
+    if isinstance(t, Array):
+        return not t.is_dynamic
+    return isinstance(t, Record)
+
+
+class Lowering:
+    """The whole program: collects types, routine instances and the main body."""
+
+    def __init__(self, analysis: Analysis):
+        self.analysis = analysis
+        self.types = CTypes()
+        self.instances: dict[tuple, str] = {}
+        self.pending: list[tuple[RoutineSymbol, dict, str, bool]] = []
+        self.prototypes: list[str] = []
+        self.functions: list[str] = []
+
+    def instance(self, routine: RoutineSymbol, binding: dict, recording: bool = False) -> str:
+        """The C name of routine for one shape binding, queued for lowering on first use."""
+        key = (routine, tuple(sorted(binding.items())), recording)
+        if key not in self.instances:
+            name = c_name(routine.name)
+            if routine.shape_vars:
+                name += "__" + "x".join(str(binding[v]) for v in routine.shape_vars)
+            if recording:
+                name += "__tape"
+            self.instances[key] = name
+            self.pending.append((routine, dict(binding), name, recording))
+        return self.instances[key]
+
+    def render(self) -> str:
+        main = FunctionLowering(self, None, {}, recording=False)
+        main_body = main.program_body(self.analysis)
+        while self.pending:
+            routine, binding, name, recording = self.pending.pop(0)
+            prototype, text = FunctionLowering(self, routine, binding, recording).routine_text(name)
+            self.prototypes.append(prototype)
+            self.functions.append(text)
+        globals_ = [f"{self.types.name(v.type)} {c_name(v.name)}" for v in self.analysis.global_vars]
+        source_name = self.analysis.source.name.rsplit("/", 1)[-1]
+        return _templates.get_template("program.c.j2").render(
+            version=__version__,
+            source_name=source_name,
+            source_name_c=c_string_literal(source_name),
+            definitions=self.types.definitions,
+            helpers=self.types.helpers,
+            globals=globals_,
+            prototypes=self.prototypes,
+            functions=self.functions,
+            main_body=main_body,
+        )
+
+
+@dataclass
+class Loop:
+    next_label: str
+    continued: bool = False
+
+
+class FunctionLowering(ExprLowering):
+    """One C function: the main body or one instance of a routine."""
+
+    def __init__(self, lowering: Lowering, routine: RoutineSymbol | None, binding: dict, recording: bool):
+        self.lowering = lowering
+        self.types = lowering.types
+        self.routine = routine
+        self.binding = binding
+        self.recording = recording  # the __tape instance, run inside a window
+        self.lines: list[tuple[int, str]] = []
+        self.depth = 1
+        self.drops: list[str] = []
+        self.declared = False
+        self.counter = 0
+        self.loops: list[Loop] = []
+        self.uses_done = False
+        self.in_window = False
+        self.copied_params: set[VarSymbol] = set()
+
+    # ============================================================ output
+
+    def line(self, text: str) -> None:
+        self.lines.append((self.depth, text))
+
+    def fresh(self, prefix: str = "mica_t") -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def declare(self, t: Type, init: str | None = None) -> str:
+        """A temporary C variable of Mica type t, initialised or zeroed."""
+        name = self.fresh()
+        self.line(f"{self.ctype(t)} {name} = {init if init is not None else self.zero(t)};")
+        self.declared = True
+        return name
+
+    def declare_uninitialized(self, t: Type) -> str:
+        """A temporary that a kernel is about to fill completely."""
+        name = self.fresh()
+        self.line(f"{self.ctype(t)} {name};")
+        self.declared = True
+        return name
+
+    def zero(self, t: Type) -> str:
+        return "0" if isinstance(plain(t), Scalar) and plain(t).name != "string" else "{0}"
+
+    def concrete(self, t: Type) -> Type:
+        return substitute(t, self.binding) if self.binding else t
+
+    def ctype(self, t: Type) -> str:
+        return self.types.name(self.concrete(t))
+
+    def render_lines(self, lines) -> str:
+        return "\n".join("    " * depth + text for depth, text in lines)
+
+    @contextmanager
+    def statement_scope(self):
+        """Temporaries of one statement live in a C block and are dropped at its end."""
+        outer = (self.lines, self.drops, self.declared)
+        self.lines, self.drops, self.declared = [], [], False
+        try:
+            yield
+        finally:
+            inner, drops, declared = self.lines, self.drops, self.declared
+            self.lines, self.drops, self.declared = outer
+            if declared or drops:
+                self.line("{")
+                self.lines.extend((depth + 1, text) for depth, text in inner)
+                self.lines.extend((self.depth + 1, d) for d in drops)
+                self.line("}")
+            else:
+                self.lines.extend(inner)
+
+    @contextmanager
+    def indented(self):
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+
+    def condition(self, e: ast.Expr) -> str:
+        """C text of a condition. When it needs temporaries, they are computed and
+        released before the branch, so no exit or break can skip their drops."""
+        outer = (self.lines, self.drops, self.declared)
+        self.lines, self.drops, self.declared = [], [], False
+        text = self.value(e).text
+        inner, drops, declared = self.lines, self.drops, self.declared
+        self.lines, self.drops, self.declared = outer
+        if not (declared or drops):
+            self.lines.extend(inner)
+            return text
+        flag = self.fresh()
+        self.line(f"bool {flag};")
+        self.line("{")
+        self.lines.extend((depth + 1, t) for depth, t in inner)
+        self.lines.append((self.depth + 1, f"{flag} = {text};"))
+        self.lines.extend((self.depth + 1, d) for d in drops)
+        self.line("}")
+        return flag
+
+    # ============================================================ functions
+
+    def program_body(self, analysis: Analysis) -> str:
+        for var in analysis.global_vars:
+            if var.init is not None and var.init is not getattr(self, "_last_init", None):
+                self.initialize(var)
+        self.stmts(analysis.program.body)
+        return self.render_lines(self.lines)
+
+    def initialize(self, var: VarSymbol) -> None:
+        with self.statement_scope():
+            target = CValue(c_name(var.name), self.concrete(var.type), lvalue=True)
+            self.store(target, self.value(var.init, plain(target.type)), var.init.pos.line)
+
+    def routine_text(self, name: str) -> tuple[str, str]:
+        routine = self.routine
+        params = [self.param_decl(p) for p in routine.params]
+        result = self.ctype(routine.result) if routine.result is not None else "void"
+        prototype = f"static {result} {name}({', '.join(params) or 'void'})"
+        prologue = []
+        for p in routine.params:
+            if p.assigned and not p.by_address and (passed_by_pointer(p.type) or needs_drop(p.type)):
+                source = f"*{c_name(p.name)}__in" if passed_by_pointer(p.type) else f"{c_name(p.name)}__in"
+                t = self.concrete(p.type)
+                copy = self.types.copy(t, source) if needs_drop(t) else source
+                prologue.append(f"{self.ctype(t)} {c_name(p.name)} = {copy};")
+                self.copied_params.add(p)
+        if routine.result_var is not None:
+            prologue.append(f"{result} result = {self.zero(routine.result)};")
+        for local in routine.locals:
+            prologue.append(f"{self.ctype(local.type)} {c_name(local.name)} = {self.zero(local.type)};")
+        for local in routine.locals:
+            if local.init is not None:
+                self.initialize(local)
+        self.stmts(routine.decl.body)
+        epilogue = [self.types.drop(self.concrete(v.type), c_name(v.name)) for v in routine.locals if needs_drop(v.type)]
+        epilogue += [self.types.drop(self.concrete(p.type), c_name(p.name)) for p in self.copied_params if needs_drop(p.type)]
+        if routine.result_var is not None:
+            epilogue.append("return result;")
+        signature = f"{routine.decl.kind} {routine.name}" + (
+            " with " + ", ".join(f"{k} = {v}" for k, v in self.binding.items()) if self.binding else ""
+        )
+        text = _templates.get_template("routine.c.j2").render(
+            signature=signature,
+            prototype=prototype,
+            prologue=prologue,
+            body=self.render_lines(self.lines),
+            needs_done_label=self.uses_done,
+            epilogue=epilogue,
+        )
+        return prototype, text
+
+    def param_decl(self, p: VarSymbol) -> str:
+        t = self.concrete(p.type)
+        ct = self.ctype(t)
+        name = c_name(p.name)
+        if p.by_address:
+            return f"{ct} *{name}"
+        if p.assigned and (passed_by_pointer(t) or needs_drop(t)):
+            name += "__in"
+        if passed_by_pointer(t):
+            return f"const {ct} *{name}"
+        return f"{ct} {name}"
+
+    # ============================================================ statements
+
+    def stmts(self, body: list[ast.Stmt]) -> None:
+        for s in body:
+            self.stmt(s)
+
+    def stmt(self, s: ast.Stmt) -> None:
+        getattr(self, "stmt_" + type(s).__name__)(s)
+
+    def stmt_Empty(self, s):
+        pass
+
+    def stmt_Compound(self, s: ast.Compound):
+        self.stmts(s.body)
+
+    def stmt_Assign(self, s: ast.Assign):
+        with self.statement_scope():
+            target_type = self.concrete(s.target.ty)
+            if self.in_window and isinstance(target_type, Tracked):
+                self.record_assign(s)
+                return
+            value = self.value(s.value, plain(target_type))
+            target = self.place(s.target)
+            self.store(target, value, s.pos.line)
+
+    def store(self, target: CValue, value: CValue, line: int) -> None:
+        """target := value, with conversion, copy or move, and re-adoption of tracked places."""
+        t = self.concrete(target.type)
+        if isinstance(t, Tracked):
+            self.line(f"{target.text}.v = {self.convert(value, t.inner, line).text};")
+            self.line(f"mica_tag_adopt(&{target.text}.tag);")
+            return
+        if isinstance(value.type, Tracked):
+            value = self.untracked(value)
+        if self.stores_whole(t):
+            converted = self.convert(value, t, line)
+            if needs_drop(t):
+                if converted.owned:
+                    self.line(self.types.move(t, target.text, converted.text))
+                else:
+                    self.line(self.types.assign(t, target.text, converted.text))
+            else:
+                self.line(f"{target.text} = {converted.text};")
+            return
+        self.store_parts(target, value, line)
+
+    def stores_whole(self, t: Type) -> bool:
+        return True
+
+    def store_parts(self, target: CValue, value: CValue, line: int) -> None:
+        raise InternalError(f"cannot store into {target.type}")
+
+    def stmt_CallStmt(self, s: ast.CallStmt):
+        with self.statement_scope():
+            result = self.call(s.call)
+            if result is not None and result.text:
+                if result.owned:
+                    self.line(self.types.drop(result.type, self.materialize(result).text))
+                elif not result.lvalue:
+                    self.line(f"(void){result.text};")
+
+    def stmt_If(self, s: ast.If):
+        cond = self.condition(s.cond)
+        self.line(f"if ({cond}) {{")
+        with self.indented():
+            self.stmt(s.then)
+        if s.otherwise is not None:
+            self.line("} else {")
+            with self.indented():
+                self.stmt(s.otherwise)
+        self.line("}")
+
+    def stmt_While(self, s: ast.While):
+        loop = Loop(self.fresh("mica_next"))
+        self.line("for (;;) {")
+        with self.indented():
+            cond = self.condition(s.cond)
+            self.line(f"if (!({cond})) break;")
+            self.loop_body(loop, lambda: self.stmt(s.body))
+        self.line("}")
+
+    def stmt_Repeat(self, s: ast.Repeat):
+        loop = Loop(self.fresh("mica_next"))
+        self.line("for (;;) {")
+        with self.indented():
+            self.loop_body(loop, lambda: self.stmts(s.body))
+            cond = self.condition(s.cond)
+            self.line(f"if ({cond}) break;")
+        self.line("}")
+
+    def loop_body(self, loop: Loop, body) -> None:
+        self.loops.append(loop)
+        body()
+        self.loops.pop()
+        if loop.continued:
+            self.line(f"{loop.next_label}:;")
+
+    def stmt_For(self, s: ast.For):
+        var = self.place(s.var)
+        low, high = self.fresh(), self.fresh()
+        var_type = plain(self.concrete(s.var.ty))
+        self.line("{")
+        with self.indented():
+            start = self.bound(s.start, var_type)
+            stop = self.bound(s.stop, var_type)
+            self.line(f"int64_t {low} = {start}, {high} = {stop};")
+            compare, step = (">=", "--") if s.downward else ("<=", "++")
+            self.line(f"if ({low} {compare} {high}) {{")
+            with self.indented():
+                self.line(f"for ({var.text} = {low};; {var.text}{step}) {{")
+                with self.indented():
+                    loop = Loop(self.fresh("mica_next"))
+                    self.loop_body(loop, lambda: self.stmt(s.body))
+                    self.line(f"if ({var.text} == {high}) break;")
+                self.line("}")
+            self.line("}")
+        self.line("}")
+
+    def bound(self, e: ast.Expr, var_type: Scalar) -> str:
+        """A loop bound, checked to fit the loop variable's type."""
+        text = self.value(e).text
+        if var_type.name != "integer":
+            low, high = INTEGER_RANGES[var_type.name]
+            return f"mica_narrow({text}, {low}, {high}, {e.pos.line})"
+        return text
+
+    def stmt_Break(self, s):
+        self.line("break;")
+
+    def stmt_Continue(self, s):
+        loop = self.loops[-1]
+        loop.continued = True
+        self.line(f"goto {loop.next_label};")
+
+    def stmt_Exit(self, s):
+        if self.routine is None:
+            self.line("return;")
+        else:
+            self.uses_done = True
+            self.line("goto mica_done;")
+
+    def stmt_Tape(self, s: ast.Tape):
+        self.tape_window(s)

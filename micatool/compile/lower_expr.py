@@ -1,0 +1,563 @@
+"""Expression lowering: each Mica expression becomes a C expression (CValue).
+
+Scalars nest as C expressions (checked integer arithmetic goes through
+mica_add and friends, which trap at the checked tier). Tensor operations write
+into named temporaries declared just before the statement that needs them.
+A CValue is `owned` when it is a fresh value of a type holding heap storage:
+whoever receives it takes it (a move) or it is dropped at statement end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..diagnostics import InternalError
+from . import ast
+from .ctypes import SUFFIX, c_name
+from .symbols import ConstSymbol, RoutineSymbol, ShapeVarSymbol, TypeSymbol, VarSymbol
+from .types import (
+    BOOLEAN,
+    FLOAT32,
+    FLOAT64,
+    INTEGER,
+    INTEGER_RANGES,
+    STRING,
+    Array,
+    Record,
+    Scalar,
+    Tensor,
+    Tracked,
+    Type,
+    needs_drop,
+    plain,
+)
+
+
+@dataclass
+class CValue:
+    text: str
+    type: Type
+    owned: bool = False  # a fresh heap-owning value: take it or drop it
+    lvalue: bool = False  # names storage: & and .e apply
+
+
+def float_literal(value: float, t: Scalar) -> str:
+    text = repr(float(value))
+    if text in ("inf", "-inf", "nan"):
+        raise InternalError(f"non-finite constant {text}")
+    if "." not in text and "e" not in text:
+        text += ".0"
+    return f"(float){text}" if t == FLOAT32 else text
+
+
+def int_literal(value: int) -> str:
+    if value == -(2**63):
+        return "(-9223372036854775807LL - 1)"
+    if -(2**31) <= value < 2**31:
+        return str(value)
+    return f"{value}LL"
+
+
+def constant_text(value, t: Type) -> str:
+    t = plain(t)
+    if t == BOOLEAN:
+        return "true" if value else "false"
+    if isinstance(t, Scalar) and t.is_float:
+        return float_literal(value, t)
+    if isinstance(t, Scalar) and t.is_integer:
+        return int_literal(int(value))
+    raise InternalError(f"no literal for {t}")
+
+
+class ExprLowering:
+    """Mixed into FunctionLowering: everything about expressions."""
+
+    # ============================================================ helpers
+
+    def materialize(self, v: CValue) -> CValue:
+        """Give v a name, so its address and elements can be taken."""
+        if v.lvalue:
+            return v
+        name = self.declare(v.type, v.text)
+        return CValue(name, v.type, owned=v.owned, lvalue=True)
+
+    def borrow(self, v: CValue) -> CValue:
+        """A value to read from; a fresh one gets a name and is dropped when the statement ends."""
+        if not v.owned:
+            return v
+        v = self.materialize(v)
+        self.drops.append(self.types.drop(v.type, v.text))
+        return replace(v, owned=False)
+
+    def data(self, v: CValue) -> str:
+        """Pointer to a tensor's first element."""
+        return f"{self.materialize(self.borrow(v)).text}.e"
+
+    def count(self, v: CValue) -> str:
+        t = plain(v.type)
+        if t.is_dynamic:
+            return f"({v.text}.rows * {v.text}.cols)"
+        return str(t.count)
+
+    def untracked(self, v: CValue) -> CValue:
+        """The plain value of a tracked place or result."""
+        if isinstance(v.type, Tracked):
+            return CValue(f"{v.text}.v", v.type.inner, lvalue=v.lvalue)
+        return v
+
+    def convert(self, v: CValue, target: Type, line: int) -> CValue:
+        """v as a value of type target (numeric promotions, narrowing checks, tensor storage changes)."""
+        target = plain(self.concrete(target))
+        v = self.untracked(v)
+        source = plain(v.type)
+        if source == target:
+            return v
+        if isinstance(source, Scalar) and isinstance(target, Scalar):
+            if target.is_integer:
+                low, high = INTEGER_RANGES[target.name]
+                if (source.is_integer and INTEGER_RANGES[source.name][0] >= low and INTEGER_RANGES[source.name][1] <= high):
+                    return CValue(v.text, target)
+                return CValue(f"({self.types.name(target)})mica_narrow({v.text}, {low}, {high}, {line})", target)
+            return CValue(f"({self.types.name(target)})({v.text})", target)
+        if isinstance(source, Tensor) and isinstance(target, Tensor):
+            return self.convert_tensor(v, source, target, line)
+        raise InternalError(f"no conversion from {source} to {target}")
+
+    def convert_tensor(self, v: CValue, source: Tensor, target: Tensor, line: int) -> CValue:
+        suffix = SUFFIX[target.element]
+        if source.element != target.element:
+            v = self.retype_elements(v, source, target.element, line)
+            source = plain(v.type)
+            if source == target:
+                return v
+        if target.is_dynamic and not source.is_dynamic:
+            rows, cols = (source.shape[0], 1) if source.rank == 1 else (source.count // source.shape[-1], source.shape[-1])
+            return CValue(f"mica_dyn_from_{suffix}({self.data(v)}, {rows}, {cols}, {line})", target, owned=True)
+        if source.is_dynamic and not target.is_dynamic:
+            dyn = self.borrow(v)
+            out = self.declare_uninitialized(target)
+            rows, cols = (target.shape[0], 1) if target.rank == 1 else (target.shape[0], target.shape[1])
+            self.line(f"mica_dyn_to_static_{suffix}({out}.e, {dyn.text}, {rows}, {cols}, {line});")
+            return CValue(out, target, lvalue=True)
+        raise InternalError(f"no tensor conversion from {source} to {target}")
+
+    def retype_elements(self, v: CValue, source: Tensor, element: Scalar, line: int) -> CValue:
+        """float32(m) / float64(m): the same shape with the other float type."""
+        if not (element.is_float and source.element.is_float):
+            raise InternalError(f"cannot retype {source} to {element}")
+        to, frm = SUFFIX[element], SUFFIX[source.element]
+        if source.is_dynamic:
+            dyn = self.borrow(v)
+            out = self.declare(Tensor(element, None, source.rank), f"mica_dyn_new_{to}({dyn.text}.rows, {dyn.text}.cols, {line})")
+            self.line(f"mica_convert_{to}_{frm}({out}.e, {dyn.text}.e, {dyn.text}.rows * {dyn.text}.cols);")
+            return CValue(out, Tensor(element, None, source.rank), owned=True, lvalue=True)
+        result = Tensor(element, source.shape, 0, source.on_gpu)
+        out = self.declare_uninitialized(result)
+        self.line(f"mica_convert_{to}_{frm}({out}.e, {self.data(v)}, {source.count});")
+        return CValue(out, result, lvalue=True)
+
+    # ============================================================ entry points
+
+    def value(self, e: ast.Expr, expected: Type | None = None) -> CValue:
+        """Lower e for reading."""
+        t = self.concrete(e.ty)
+        if e.folded is not None and plain(t) == STRING:
+            return self.expr_StrLit(ast.StrLit(e.pos, e.folded), expected)
+        if e.folded is not None and isinstance(plain(t), Scalar):
+            return CValue(constant_text(e.folded, t), t)
+        return getattr(self, "expr_" + type(e).__name__)(e, expected)
+
+    def place(self, e: ast.Expr) -> CValue:
+        """Lower e as storage to write."""
+        v = getattr(self, "expr_" + type(e).__name__)(e, None)
+        if not v.lvalue:
+            raise InternalError(f"not a place: {e}")
+        return v
+
+    # ============================================================ leaves
+
+    def expr_StrLit(self, e: ast.StrLit, expected) -> CValue:
+        from .lower import c_string_literal
+
+        data = e.value.encode("utf-8")
+        return CValue(f"(mica_string){{{len(data)}, (char *){c_string_literal(e.value)}}}", STRING)
+
+    def expr_IntLit(self, e, expected):
+        return CValue(int_literal(e.value), INTEGER)
+
+    def expr_FloatLit(self, e, expected):
+        return CValue(float_literal(e.value, FLOAT64), FLOAT64)
+
+    def expr_BoolLit(self, e, expected):
+        return CValue("true" if e.value else "false", BOOLEAN)
+
+    def expr_Name(self, e: ast.Name, expected) -> CValue:
+        symbol = e.symbol
+        if isinstance(symbol, ast.Call):  # a routine called without parentheses
+            return self.call(symbol)
+        if isinstance(symbol, ShapeVarSymbol):
+            return CValue(int_literal(self.binding[symbol.name]), INTEGER)
+        if isinstance(symbol, ConstSymbol):
+            if symbol.type == STRING:
+                return self.expr_StrLit(ast.StrLit(e.pos, symbol.value), expected)
+            if isinstance(plain(symbol.type), Tensor):
+                return self.tensor_constant(symbol.value, self.concrete(symbol.type))
+            return CValue(constant_text(symbol.value, symbol.type), symbol.type)
+        if isinstance(symbol, VarSymbol):
+            return CValue(self.var_text(symbol), self.concrete(symbol.type), lvalue=True)
+        raise InternalError(f"cannot lower name {e.ident} -> {symbol}")
+
+    def var_text(self, symbol: VarSymbol) -> str:
+        name = c_name(symbol.name)
+        if symbol.role == "param" and symbol not in self.copied_params:
+            if symbol.by_address or (passed_by_pointer_type(symbol.type)):
+                return f"(*{name})"
+        return name
+
+    def tensor_constant(self, values, t: Tensor) -> CValue:
+        flat = _flatten(values)
+        items = ", ".join(constant_text(x, t.element) for x in flat)
+        return CValue(f"(({self.types.name(t)}){{{{{items}}}}})", t)
+
+    def expr_TensorLit(self, e: ast.TensorLit, expected) -> CValue:
+        t = self.concrete(e.ty)
+        items = []
+        for item in _literal_items(e):
+            items.append(self.convert(self.value(item), t.element, item.pos.line).text)
+        return CValue(f"(({self.types.name(t)}){{{{{', '.join(items)}}}}})", t)
+
+    # ============================================================ places
+
+    def expr_Field(self, e: ast.Field, expected) -> CValue:
+        base = self.value(e.base)
+        if base.owned:
+            base = self.borrow(base)
+        return CValue(f"{base.text}.{c_name(e.name)}", self.concrete(e.ty), lvalue=base.lvalue)
+
+    def expr_Index(self, e: ast.Index, expected) -> CValue:
+        base = self.value(e.base)
+        line = e.pos.line
+        remaining = list(e.indices)
+        while remaining:
+            base_type = plain(base.type)
+            if base.owned or (not base.lvalue and not isinstance(base_type, Scalar)):
+                base = self.borrow(base)
+            if isinstance(base_type, Array):
+                index = self.value(remaining.pop(0)).text
+                if base_type.is_dynamic:
+                    position = f"mica_index({index}, 0, {base.text}.len - 1, {line})"
+                else:
+                    position = f"mica_index({index}, {base_type.low}, {base_type.high}, {line})"
+                base = CValue(f"{base.text}.e[{position}]", base_type.element, lvalue=base.lvalue)
+            elif isinstance(base_type, Tensor):
+                taken = remaining[: base_type.rank]
+                remaining = remaining[base_type.rank :]
+                base = self.tensor_index(base, base_type, [self.value(i).text for i in taken], line)
+            elif base_type == STRING:
+                index = self.value(remaining.pop(0)).text
+                base = CValue(f"mica_str_at({base.text}, {index}, {line})", STRING, owned=True)
+            else:
+                raise InternalError(f"cannot index {base_type}")
+        return base
+
+    def tensor_index(self, base: CValue, t: Tensor, indices: list[str], line: int) -> CValue:
+        """m[i, j] (an element) or m[i] (a row): row-major offsets, bounds checked."""
+        tracked = isinstance(base.type, Tracked)
+        values = f"{base.text}.v" if tracked else base.text
+        if t.is_dynamic:
+            extents = [f"{values}.rows", f"{values}.cols"][: t.rank]
+        else:
+            extents = [str(d) for d in t.shape]
+        offset = ""
+        for k, (index, extent) in enumerate(zip(indices, extents)):
+            checked = f"mica_index({index}, 0, {extent} - 1, {line})"
+            stride = "*".join(extents[k + 1 :])
+            term = f"{checked} * {stride}" if stride else checked
+            offset = term if not offset else f"{offset} + {term}"
+        element = f"{values}.e[{offset}]"
+        if len(indices) == t.rank:
+            result = CValue(element, t.element, lvalue=base.lvalue)
+        elif t.is_dynamic:
+            result = CValue(f"mica_dyn_from_{SUFFIX[t.element]}(&{element}, {values}.cols, 1, {line})",
+                            Tensor(t.element, None, 1), owned=True)
+        else:
+            sub = t.with_shape(t.shape[len(indices):])
+            result = CValue(f"(*({self.types.name(sub)} *)&{element})", sub, lvalue=base.lvalue)
+        if tracked:
+            return self.tracked_part(base, result)
+        return result
+
+    def tracked_part(self, base: CValue, part: CValue) -> CValue:
+        """Outside a window, a part of a tracked value reads as a plain value."""
+        return part
+
+    # ============================================================ operators
+
+    def expr_Unary(self, e: ast.Unary, expected) -> CValue:
+        t = self.concrete(e.ty)
+        if self.in_window and isinstance(t, Tracked):
+            return self.record_unary(e)
+        operand = self.untracked(self.value(e.operand))
+        p = plain(t)
+        if e.op == "not":
+            return CValue(f"!{_paren(operand.text)}", BOOLEAN)
+        if e.op == "+":
+            return CValue(operand.text, p)
+        if isinstance(p, Scalar):
+            if p.is_integer:
+                return CValue(f"mica_neg({operand.text}, {e.pos.line})", INTEGER)
+            return CValue(f"-{_paren(operand.text)}", p)
+        return self.tensor_unary(operand, p, e.pos.line)
+
+    def tensor_unary(self, operand: CValue, t: Tensor, line: int) -> CValue:
+        suffix = SUFFIX[t.element]
+        if t.is_dynamic:
+            return CValue(f"mica_dyn_neg_{suffix}({self.borrow(operand).text}, {line})", t, owned=True)
+        out = self.declare_uninitialized(t)
+        self.line(f"mica_neg_{suffix}({out}.e, {self.data(operand)}, {t.count});")
+        return CValue(out, t, lvalue=True)
+
+    def expr_Binary(self, e: ast.Binary, expected) -> CValue:
+        t = self.concrete(e.ty)
+        if self.in_window and isinstance(t, Tracked):
+            return self.record_binary(e)
+        op = e.op
+        if op in ("and", "or"):
+            return self.logical(e)
+        left = self.untracked(self.value(e.left))
+        right = self.untracked(self.value(e.right))
+        line = e.pos.line
+        lt, rt = plain(left.type), plain(right.type)
+        if op in ("=", "<>", "<", "<=", ">", ">="):
+            return self.comparison(op, left, right, line)
+        p = plain(t)
+        if isinstance(p, Scalar):
+            return self.scalar_binary(op, left, right, p, line)
+        if isinstance(lt, Tensor) and isinstance(rt, Tensor):
+            return self.tensor_binary(op, left, right, p, line)
+        return self.scaled(op, left, right, p, line)
+
+    def logical(self, e: ast.Binary) -> CValue:
+        """and/or short-circuit: a right side that needs temporaries runs only when reached."""
+        left = self.value(e.left).text
+        outer = (self.lines, self.drops, self.declared)
+        self.lines, self.drops, self.declared = [], [], False
+        right = self.value(e.right).text
+        inner, drops, declared = self.lines, self.drops, self.declared
+        self.lines, self.drops, self.declared = outer
+        c_op = "&&" if e.op == "and" else "||"
+        if not (declared or drops):
+            self.lines.extend(inner)
+            return CValue(f"({_paren(left)} {c_op} {_paren(right)})", BOOLEAN)
+        flag = self.declare(BOOLEAN, left)
+        test = flag if e.op == "and" else f"!{flag}"
+        self.line(f"if ({test}) {{")
+        self.lines.extend((depth + 1, text) for depth, text in inner)
+        self.lines.append((self.depth + 1, f"{flag} = {right};"))
+        self.lines.extend((self.depth + 1, d) for d in drops)
+        self.line("}")
+        return CValue(flag, BOOLEAN, lvalue=True)
+
+    def comparison(self, op: str, left: CValue, right: CValue, line: int) -> CValue:
+        c_op = {"=": "==", "<>": "!="}.get(op, op)
+        lt, rt = plain(left.type), plain(right.type)
+        if lt == STRING:
+            l, r = self.borrow(left), self.borrow(right)
+            return CValue(f"(mica_str_compare({l.text}, {r.text}) {c_op} 0)", BOOLEAN)
+        if lt.is_numeric and lt != rt:
+            common = FLOAT64 if (lt.is_float or rt.is_float) else INTEGER
+            if lt.is_float and rt.is_float:
+                common = FLOAT64
+            elif lt.is_float or rt.is_float:
+                common = lt if lt.is_float else rt
+            left, right = self.convert(left, common, line), self.convert(right, common, line)
+        return CValue(f"({_paren(left.text)} {c_op} {_paren(right.text)})", BOOLEAN)
+
+    def scalar_binary(self, op: str, left: CValue, right: CValue, t: Scalar, line: int) -> CValue:
+        if t == STRING:
+            l, r = self.borrow(left), self.borrow(right)
+            return CValue(f"mica_str_concat({l.text}, {r.text})", STRING, owned=True)
+        if t.is_integer:
+            function = {"+": "mica_add", "-": "mica_sub", "*": "mica_mul", "div": "mica_div", "mod": "mica_mod"}[op]
+            return CValue(f"{function}({left.text}, {right.text}, {line})", INTEGER)
+        left, right = self.convert(left, t, line), self.convert(right, t, line)
+        return CValue(f"({_paren(left.text)} {op} {_paren(right.text)})", t)
+
+    def tensor_binary(self, op: str, left: CValue, right: CValue, t: Tensor, line: int) -> CValue:
+        lt, rt = plain(left.type), plain(right.type)
+        suffix = SUFFIX[t.element]
+        if lt.is_dynamic or rt.is_dynamic:
+            dyn_l = self.borrow(self.convert(left, Tensor(lt.element, None, lt.rank), line))
+            dyn_r = self.borrow(self.convert(right, Tensor(rt.element, None, rt.rank), line))
+            if op == "*":
+                call = f"mica_dyn_matmul_{suffix}({dyn_l.text}, {lt.rank}, {dyn_r.text}, {rt.rank}, {line})"
+            elif lt.rank == rt.rank:
+                call = f"mica_dyn_{'add' if op == '+' else 'sub'}_{suffix}({dyn_l.text}, {dyn_r.text}, {line})"
+            else:
+                call = f"mica_dyn_{'add' if op == '+' else 'sub'}_rows_{suffix}({dyn_l.text}, {dyn_r.text}, {line})"
+            return CValue(call, t, owned=True)
+        a, b = self.data(left), self.data(right)
+        out = self.declare_uninitialized(t)
+        if op == "*":
+            self.line(self.product_call(suffix, out, a, b, lt, rt))
+        elif lt.shape == rt.shape:
+            self.line(f"mica_{'add' if op == '+' else 'sub'}_{suffix}({out}.e, {a}, {b}, {t.count});")
+        else:
+            cols = lt.shape[-1]
+            self.line(f"mica_{'add' if op == '+' else 'sub'}_rows_{suffix}({out}.e, {a}, {b}, {lt.count // cols}, {cols});")
+        return CValue(out, t, lvalue=True)
+
+    def product_call(self, suffix: str, out: str, a: str, b: str, lt: Tensor, rt: Tensor) -> str:
+        """The kernel call for a static product (shapes.product's cases)."""
+        if lt.rank == 1:  # (k) * (k, n)
+            return f"mica_matmul_{suffix}({out}.e, {a}, {b}, 1, {rt.shape[0]}, {rt.shape[1]});"
+        k = lt.shape[-1]
+        m = lt.count // k
+        if rt.rank == 1:  # (..., m, k) * (k)
+            return f"mica_matmul_{suffix}({out}.e, {a}, {b}, {m}, {k}, 1);"
+        if rt.rank == 2:  # (..., m, k) * (k, n)
+            return f"mica_matmul_{suffix}({out}.e, {a}, {b}, {m}, {k}, {rt.shape[1]});"
+        batch = lt.count // (lt.shape[-2] * k)
+        return f"mica_bmm_{suffix}({out}.e, {a}, {b}, {batch}, {lt.shape[-2]}, {k}, {rt.shape[-1]});"
+
+    def scaled(self, op: str, left: CValue, right: CValue, t: Tensor, line: int) -> CValue:
+        """A tensor with a scalar: s * t, t * s, t / s, t + s, s + t, t - s, s - t."""
+        tensor_left = isinstance(plain(left.type), Tensor)
+        tensor, scalar = (left, right) if tensor_left else (right, left)
+        s = self.convert(scalar, t.element, line).text
+        if op == "*":
+            kernel, args = "scale", s
+        elif op == "/":
+            kernel, args = "divide", s
+        elif op == "+":
+            kernel, args = "shift", s
+        elif tensor_left:  # t - s: adding -s is exact
+            kernel, args = "shift", f"-{_paren(s)}"
+        else:
+            kernel, args = "rsub", s
+        suffix = SUFFIX[t.element]
+        if t.is_dynamic:
+            dyn = self.borrow(tensor).text
+            call = f"mica_dyn_rsub_{suffix}({args}, {dyn}, {line})" if kernel == "rsub" else f"mica_dyn_{kernel}_{suffix}({dyn}, {args}, {line})"
+            return CValue(call, t, owned=True)
+        a = self.data(tensor)
+        out = self.declare_uninitialized(t)
+        if kernel == "rsub":
+            self.line(f"mica_rsub_{suffix}({out}.e, {args}, {a}, {t.count});")
+        else:
+            self.line(f"mica_{kernel}_{suffix}({out}.e, {a}, {args}, {t.count});")
+        return CValue(out, t, lvalue=True)
+
+    # ============================================================ calls
+
+    def expr_Call(self, e: ast.Call, expected) -> CValue:
+        return self.call(e)
+
+    def call(self, e: ast.Call) -> CValue:
+        from .lower_builtins import LOWERERS, lower_conversion
+
+        target = e.target
+        if isinstance(target, RoutineSymbol):
+            return self.routine_call(e, target)
+        if isinstance(target, TypeSymbol):
+            return lower_conversion(self, e, target.type)
+        name = e.callee.ident
+        if name not in LOWERERS:
+            raise InternalError(f"no lowering for builtin {name}")
+        return LOWERERS[name](self, e)
+
+    def routine_call(self, e: ast.Call, routine: RoutineSymbol) -> CValue:
+        binding = {k: (self.binding[v] if isinstance(v, str) else v) for k, v in (e.binding or {}).items()}
+        name = self.lowering.instance(routine, binding, self.recording_call(routine))
+        lent_roots = {_root(arg.place) for arg in e.args if isinstance(arg, ast.AddressArg)}
+        args = []
+        for arg, param in zip(e.args, routine.params):
+            param_type = self.concrete(_bind(param.type, binding))
+            if param.by_address:
+                args.append(f"&{self.place(arg.place).text}")
+                continue
+            value = self.argument(arg, param_type)
+            if passed_by_pointer_type(param_type):
+                if _root(arg) in lent_roots | routine_writes(routine):
+                    value = CValue(self.declare(value.type, value.text), value.type, lvalue=True)
+                args.append(f"&{self.materialize(value).text}")
+            else:
+                args.append(self.borrow(value).text if needs_drop(param_type) else value.text)
+        result = plain(_bind(routine.result, binding)) if routine.result is not None else None
+        text = f"{name}({', '.join(args)})"
+        if result is None:
+            self.line(f"{text};")
+            return CValue("", BOOLEAN)
+        return CValue(text, self.concrete(result), owned=needs_drop(result))
+
+    def recording_call(self, routine: RoutineSymbol) -> bool:
+        return False
+
+    def argument(self, arg: ast.Expr, param_type: Type) -> CValue:
+        """A value argument, converted to its parameter's type."""
+        value = self.value(arg, plain(param_type))
+        if isinstance(param_type, Tracked):
+            return self.tracked_argument(value, param_type, arg.pos.line)
+        return self.convert(value, param_type, arg.pos.line)
+
+    def tracked_argument(self, value: CValue, param_type: Tracked, line: int) -> CValue:
+        """Outside a window a tracked parameter receives the plain value, re-adopted."""
+        v = self.convert(self.untracked(value), param_type.inner, line)
+        holder = self.declare(param_type)
+        self.line(f"{holder}.v = {v.text};")
+        return CValue(holder, param_type, lvalue=True)
+
+
+def routine_writes(routine: RoutineSymbol) -> set:
+    """Roots of globals a routine may write: arguments aliasing them are copied."""
+    return {v.name for v in getattr(routine, "global_writes", ())}
+
+
+def _root(e: ast.Expr) -> str | None:
+    while isinstance(e, ast.Field | ast.Index):
+        e = e.base
+    return e.ident if isinstance(e, ast.Name) else None
+
+
+def _bind(t: Type, binding: dict) -> Type:
+    from .types import substitute
+
+    return substitute(t, binding) if t is not None else None
+
+
+def passed_by_pointer_type(t: Type) -> bool:
+    t = plain(t)
+    if isinstance(t, Tensor | Array):
+        return not t.is_dynamic
+    return isinstance(t, Record)
+
+
+def _paren(text: str) -> str:
+    simple = text.replace("_", "").replace(".", "").isalnum() or (text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]))
+    return text if simple else f"({text})"
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for c in text:
+        depth += c == "("
+        depth -= c == ")"
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _flatten(values) -> list:
+    if isinstance(values, list):
+        return [x for v in values for x in _flatten(v)]
+    return [values]
+
+
+def _literal_items(e: ast.TensorLit) -> list:
+    items = []
+    for item in e.items:
+        if isinstance(item, ast.TensorLit):
+            items.extend(_literal_items(item))
+        else:
+            items.append(item)
+    return items

@@ -1,0 +1,1 @@
+"""Linking: generated C -> static binaries (zig), sizes, and container images."""

@@ -1,0 +1,78 @@
+"""Build: C source -> a static binary for one target and tier.
+
+The runtime (runtime_c/*.c) is compiled once per target, tier and runtime
+version into libmica.a in the cache; a program is then one zig invocation
+that compiles its C and links it with that archive. The first build of a
+target also builds zig's musl, which takes a while: on a terminal, say so.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+from .. import targets
+from ..cache import cache_dir, digest, write_atomically
+from . import zig
+
+
+def runtime_dir() -> Path:
+    return Path(str(resources.files("micatool.runtime_c")))
+
+
+def runtime_sources() -> list[Path]:
+    return sorted(p for p in runtime_dir().iterdir() if p.suffix in (".c", ".h", ".inc"))
+
+
+def _progress(message: str) -> None:
+    if sys.stderr.isatty():
+        print(message, file=sys.stderr, flush=True)
+
+
+def runtime_library(target: targets.Target, tier: str) -> Path:
+    """libmica.a for target and tier, built on first use and cached."""
+    flags = targets.tier_flags(tier)
+    key = digest(zig.zig_version(), target.triple, *flags, *(p.name + p.read_text() for p in runtime_sources()))
+    archive = cache_dir() / "runtime" / f"{target.name}-{tier}-{key[:16]}" / "libmica.a"
+    if archive.exists():
+        return archive
+    _progress(f"micatool: building the runtime for {target.name} ({tier}); a target's first build takes about a minute")
+    with tempfile.TemporaryDirectory(prefix="mica-runtime-") as work:
+        objects = []
+        for source in runtime_sources():
+            if source.suffix != ".c":
+                continue
+            obj = Path(work) / (source.stem + ".o")
+            zig.cc(["-target", target.triple, *flags, "-I", str(runtime_dir()), "-c", str(source), "-o", str(obj)])
+            objects.append(obj)
+        temp_archive = Path(work) / "libmica.a"
+        zig.ar(temp_archive, objects)
+        write_atomically(archive, temp_archive.read_bytes())
+    return archive
+
+
+def build(c_source: str, target: targets.Target, tier: str, output: Path) -> None:
+    """Compile generated C for target at tier into the static binary `output`."""
+    library = runtime_library(target, tier)
+    flags = targets.tier_flags(tier) + targets.TIER_LINK_FLAGS[tier]
+    with tempfile.TemporaryDirectory(prefix="mica-build-") as work:
+        c_file = Path(work) / "program.c"
+        c_file.write_text(c_source)
+        binary = Path(work) / "program"
+        zig.cc(
+            ["-target", target.triple, *flags, "-static", "-Wl,--gc-sections", "-I", str(runtime_dir()),
+             str(c_file), str(library), "-lpthread", "-o", str(binary)],
+            cwd=Path(work),
+        )
+        write_atomically(Path(output), binary.read_bytes(), mode=0o755)
+
+
+def cached_build(c_source: str, target: targets.Target, tier: str) -> Path:
+    """The binary for this C, target and tier, reusing an earlier identical build."""
+    key = digest(zig.zig_version(), target.triple, tier, c_source, *(p.read_text() for p in runtime_sources()))
+    path = cache_dir() / "programs" / f"{key[:24]}-{target.name}-{tier}"
+    if not path.exists():
+        build(c_source, target, tier, path)
+    return path

@@ -1,0 +1,1 @@
+"""PTX kernel templates, shipped inside the micatool package as data."""

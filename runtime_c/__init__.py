@@ -1,0 +1,1 @@
+"""The C runtime, shipped inside the micatool package as data (see micatool/link/build.py)."""

@@ -1,0 +1,86 @@
+/* mica_core.c: program start, traps, memory, arguments and the clock.
+ *
+ * main() runs the generated mica_program() on a thread with a large stack:
+ * static tensors are C values, so a program's temporaries live on the stack
+ * and a GPT's activations need far more than the default 8 MiB.
+ */
+#include "mica.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MICA_STACK_BYTES ((size_t)1 << 30)
+
+static int program_argc;
+static char **program_argv;
+
+_Noreturn void mica_trap(int line, const char *what) {
+    mica_flush();
+    fprintf(stderr, "%s:%d: %s\n", mica_source_name, line, what);
+    exit(1);
+}
+
+_Noreturn void mica_trapf(int line, const char *format, ...) {
+    char message[512];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(message, sizeof message, format, args);
+    va_end(args);
+    mica_trap(line, message);
+}
+
+_Noreturn void mica_halt(int64_t code) {
+    mica_flush();
+    exit((int)code);
+}
+
+void *mica_alloc(size_t bytes, int line) {
+    void *p = calloc(1, bytes ? bytes : 1);
+    if (p == NULL) mica_trapf(line, "out of memory allocating %zu bytes", bytes);
+    return p;
+}
+
+void mica_free(void *p) {
+    free(p);
+}
+
+int64_t mica_param_count(void) {
+    return program_argc - 1;
+}
+
+mica_string mica_param_str(int64_t i, int line) {
+    if (i < 0 || i >= program_argc) mica_trapf(line, "ParamStr(%lld): there are %d arguments", (long long)i, program_argc - 1);
+    return mica_str_lit(program_argv[i], (int64_t)strlen(program_argv[i]));
+}
+
+double mica_clock(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}
+
+static void *run_program(void *unused) {
+    (void)unused;
+    mica_program();
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    program_argc = argc;
+    program_argv = argv;
+    pthread_attr_t attr;
+    pthread_t thread;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, MICA_STACK_BYTES);
+    if (pthread_create(&thread, &attr, run_program, NULL) == 0) {
+        pthread_join(thread, NULL);
+    } else {
+        run_program(NULL); /* no room for the big stack: run on this one */
+    }
+    mica_flush();
+    return 0;
+}

@@ -1,0 +1,65 @@
+/* mica_tensor.c: plain tensor kernels and dynamic tensor storage.
+ *
+ * The kernels are written once in mica_tensor_kernels.inc and instantiated
+ * here per float type; storage helpers in mica_dynamic.inc per element type.
+ */
+#include "mica.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void *mica_resize(void *data, int64_t old_count, int64_t new_count, size_t size, int line) {
+    void *fresh = mica_alloc((size_t)new_count * size, line);
+    int64_t keep = old_count < new_count ? old_count : new_count;
+    if (data != NULL && keep > 0) memcpy(fresh, data, (size_t)keep * size);
+    mica_free(data);
+    return fresh;
+}
+
+void *mica_clone(const void *data, int64_t count, size_t size) {
+    void *copy = mica_alloc((size_t)count * size, 0);
+    if (count > 0) memcpy(copy, data, (size_t)count * size);
+    return copy;
+}
+
+void mica_check_shape(int64_t got, int64_t want, int line, const char *what) {
+    if (got != want) mica_trapf(line, "shape mismatch: %lld %s where %lld are needed", (long long)got, what, (long long)want);
+}
+
+#define T double
+#define S f64
+#include "mica_dynamic.inc"
+#include "mica_tensor_kernels.inc"
+#undef T
+#undef S
+
+#define T float
+#define S f32
+#include "mica_dynamic.inc"
+#include "mica_tensor_kernels.inc"
+#undef T
+#undef S
+
+#define T int64_t
+#define S i64
+#include "mica_dynamic.inc"
+#undef T
+#undef S
+
+#define T int32_t
+#define S i32
+#include "mica_dynamic.inc"
+#undef T
+#undef S
+
+#define T int8_t
+#define S i8
+#include "mica_dynamic.inc"
+#undef T
+#undef S
+
+#define T uint8_t
+#define S u8
+#include "mica_dynamic.inc"
+#undef T
+#undef S
