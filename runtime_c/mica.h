@@ -206,6 +206,7 @@ void mica_gemm_f64(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
 #define MICA_KERNELS(T, S)                                                                         \
     void mica_add_##S(T *out, const T *a, const T *b, int64_t n);                                  \
     void mica_sub_##S(T *out, const T *a, const T *b, int64_t n);                                  \
+    void mica_mul_##S(T *out, const T *a, const T *b, int64_t n);                                  \
     void mica_add_rows_##S(T *out, const T *a, const T *row, int64_t rows, int64_t cols);          \
     void mica_sub_rows_##S(T *out, const T *a, const T *row, int64_t rows, int64_t cols);          \
     void mica_scale_##S(T *out, const T *a, T s, int64_t n);                                       \
@@ -214,6 +215,7 @@ void mica_gemm_f64(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
     void mica_rsub_##S(T *out, T s, const T *a, int64_t n);                                        \
     void mica_neg_##S(T *out, const T *a, int64_t n);                                              \
     void mica_matmul_##S(T *out, const T *a, const T *b, int64_t m, int64_t k, int64_t n);         \
+    void mica_bmm_##S(T *out, const T *a, const T *b, int64_t batch, int64_t m, int64_t k, int64_t n); \
     void mica_transpose_##S(T *out, const T *a, int64_t rows, int64_t cols);                       \
     void mica_convert_##S##_f64(T *out, const double *a, int64_t n);                               \
     void mica_convert_##S##_f32(T *out, const float *a, int64_t n);
@@ -242,6 +244,7 @@ MICA_DYNAMIC_OPS(uint8_t, u8)
 #define MICA_DYNAMIC_MATH(T, S)                                                                    \
     mica_dyn_##S mica_dyn_add_##S(mica_dyn_##S a, mica_dyn_##S b, int line);                       \
     mica_dyn_##S mica_dyn_sub_##S(mica_dyn_##S a, mica_dyn_##S b, int line);                       \
+    mica_dyn_##S mica_dyn_mul_##S(mica_dyn_##S a, mica_dyn_##S b, int line);                       \
     mica_dyn_##S mica_dyn_add_rows_##S(mica_dyn_##S a, mica_dyn_##S row, int line);                \
     mica_dyn_##S mica_dyn_sub_rows_##S(mica_dyn_##S a, mica_dyn_##S row, int line);                \
     mica_dyn_##S mica_dyn_scale_##S(mica_dyn_##S a, T s, int line);                                \

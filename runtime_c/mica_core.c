@@ -84,3 +84,32 @@ int main(int argc, char **argv) {
     mica_flush();
     return 0;
 }
+
+/* ---- float to integer: exact operations, range-checked at every tier ---- */
+
+static int64_t to_integer(double x, int line, const char *what) {
+    if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0))
+        mica_trapf(line, "%s of %g does not fit in an integer", what, x);
+    return (int64_t)x;
+}
+
+int64_t mica_trunc(double x, int line) {
+    return to_integer(__builtin_trunc(x), line, "Trunc");
+}
+
+/* Halves round away from zero: x - trunc(x) is exact, so the test is too. */
+int64_t mica_round(double x, int line) {
+    double whole = __builtin_trunc(x);
+    double part = x - whole;
+    if (part >= 0.5) whole += 1.0;
+    if (part <= -0.5) whole -= 1.0;
+    return to_integer(whole, line, "Round");
+}
+
+int64_t mica_floor(double x, int line) {
+    return to_integer(__builtin_floor(x), line, "Floor");
+}
+
+int64_t mica_ceil(double x, int line) {
+    return to_integer(__builtin_ceil(x), line, "Ceil");
+}

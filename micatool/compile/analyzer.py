@@ -113,6 +113,7 @@ class Analyzer:
             self.routine_body(routine)
         self.tape_depth = 0
         self.stmts(program.body)
+        self.close_over_calls()
         tape_routines = self.close_over_windows()
         self.check_gradient_uses(tape_routines)
         return Analysis(
@@ -216,6 +217,17 @@ class Analyzer:
         self.stmts(decl.body)
         self.scope = self.globals
         self.routine = None
+
+    def close_over_calls(self) -> None:
+        """A routine writes the globals its callees write."""
+        changed = True
+        while changed:
+            changed = False
+            for routine in self.routines:
+                for callee in routine.calls:
+                    if not callee.global_writes <= routine.global_writes:
+                        routine.global_writes |= callee.global_writes
+                        changed = True
 
     def close_over_windows(self) -> set:
         """Routines that run inside a tape window: called from one, directly or not."""
@@ -515,6 +527,8 @@ class Analyzer:
             return self.error(e, 5005, "strings are values: build a new one with Copy and '+' instead of writing a character")
         if symbol.role == "param" and not symbol.by_address:
             symbol.assigned = True
+        if symbol.role == "global" and self.routine is not None:
+            self.routine.global_writes.add(symbol)
         return t
 
     def address_arg(self, arg: ast.Expr, what: str = "") -> Type:

@@ -19,6 +19,7 @@ from .types import (
     ErrorType,
     Scalar,
     Tensor,
+    Tracked,
     Type,
     is_tracked,
     plain,
@@ -356,3 +357,47 @@ def conversion(a, call: ast.Call, target: Type) -> Type:
         if isinstance(p, Scalar) and p.is_float:
             return a.error(call, 4036, f"{name}(...) does not convert floats; use Trunc or Round")
     return a.error(call, 4036, f"cannot convert '{t}' to '{target}'")
+
+
+# ---------------------------------------------------------------- tensors
+
+
+def tensor_arg(a, call: ast.Call, arg: ast.Expr, t: Type, rank: int | None = None, dynamic_ok: bool = True) -> bool:
+    p = plain(t)
+    ok = isinstance(p, Tensor) and p.element.is_float and (rank is None or p.rank == rank) and (dynamic_ok or not p.is_dynamic)
+    if not ok:
+        shape = {1: "a float vector", 2: "a float matrix"}.get(rank, "a float tensor")
+        wrong(a, call, arg, t, shape + ("" if dynamic_ok else " with a static shape"))
+    return ok
+
+
+@checker("Transpose")
+def check_transpose(a, call, expected):
+    if not arity(a, call, 1):
+        return ERROR
+    (t,) = values(a, call)
+    if isinstance(t, ErrorType) or not tensor_arg(a, call, call.args[0], t, 2):
+        return ERROR
+    p = plain(t)
+    a.note_tracked_op(t)
+    result = Tensor(p.element, None, 2, p.on_gpu) if p.is_dynamic else p.with_shape((p.shape[1], p.shape[0]))
+    return Tracked(result) if is_tracked(t) else result
+
+
+@checker("Mul")
+def check_mul(a, call, expected):
+    """Mul(a, b): the elementwise product of two tensors of one shape."""
+    if not arity(a, call, 2):
+        return ERROR
+    left, right = values(a, call)
+    if isinstance(left, ErrorType) or isinstance(right, ErrorType):
+        return ERROR
+    if not (tensor_arg(a, call, call.args[0], left) and tensor_arg(a, call, call.args[1], right)):
+        return ERROR
+    lp, rp = plain(left), plain(right)
+    if lp.element != rp.element or lp.rank != rp.rank or (lp.shape and rp.shape and lp.shape != rp.shape):
+        return a.error(call, 6011, f"Mul needs two tensors of one shape, found '{left}' and '{right}'")
+    result = lp if not rp.is_dynamic else rp
+    a.note_tracked_op(left)
+    a.note_tracked_op(right)
+    return Tracked(result) if is_tracked(left) or is_tracked(right) else result

@@ -25,7 +25,7 @@ from ..diagnostics import InternalError
 from . import ast
 from .analyzer import Analysis
 from .ctypes import CTypes, c_name
-from .lower_expr import CValue, ExprLowering
+from .lower_expr import CValue, ExprLowering, passed_by_pointer
 from .symbols import RoutineSymbol, VarSymbol
 from .types import INTEGER_RANGES, Array, Record, Scalar, Tensor, Tracked, Type, needs_drop, plain, substitute
 
@@ -53,16 +53,6 @@ def c_string_literal(text: str) -> str:
         else:
             out.append(f"\\{byte:03o}")
     return '"' + "".join(out) + '"'
-
-
-def passed_by_pointer(t: Type) -> bool:
-    """Static tensors, static arrays and records travel by pointer; the rest by value."""
-    t = plain(t)
-    if isinstance(t, Tensor):
-        return not t.is_dynamic
-    if isinstance(t, Array):
-        return not t.is_dynamic
-    return isinstance(t, Record)
 
 
 class Lowering:

@@ -202,3 +202,33 @@ def lower_odd(f, call: ast.Call) -> CValue:
 def lower_conversion(f, call: ast.Call, target: Type) -> CValue:
     (v,) = _args(f, call)
     return f.convert(v, f.concrete(call.ty), call.pos.line)
+
+
+# ---------------------------------------------------------------- tensors
+
+
+@lowerer("Transpose")
+def lower_transpose(f, call: ast.Call) -> CValue:
+    (v,) = _args(f, call)
+    t = plain(f.concrete(call.ty))
+    suffix = SUFFIX[t.element]
+    if t.is_dynamic:
+        return CValue(f"mica_dyn_transpose_{suffix}({f.borrow(v).text}, {call.pos.line})", t, owned=True)
+    source = plain(v.type)
+    out = f.declare_uninitialized(t)
+    f.line(f"mica_transpose_{suffix}({out}.e, {f.data(v)}, {source.shape[0]}, {source.shape[1]});")
+    return CValue(out, t, lvalue=True)
+
+
+@lowerer("Mul")
+def lower_mul(f, call: ast.Call) -> CValue:
+    left, right = _args(f, call)
+    t = plain(f.concrete(call.ty))
+    suffix = SUFFIX[t.element]
+    if t.is_dynamic:
+        a = f.borrow(f.convert(left, t, call.pos.line)).text
+        b = f.borrow(f.convert(right, t, call.pos.line)).text
+        return CValue(f"mica_dyn_mul_{suffix}({a}, {b}, {call.pos.line})", t, owned=True)
+    out = f.declare_uninitialized(t)
+    f.line(f"mica_mul_{suffix}({out}.e, {f.data(left)}, {f.data(right)}, {t.count});")
+    return CValue(out, t, lvalue=True)

@@ -30,6 +30,7 @@ from .types import (
     Type,
     needs_drop,
     plain,
+    substitute,
 )
 
 
@@ -210,7 +211,7 @@ class ExprLowering:
     def var_text(self, symbol: VarSymbol) -> str:
         name = c_name(symbol.name)
         if symbol.role == "param" and symbol not in self.copied_params:
-            if symbol.by_address or (passed_by_pointer_type(symbol.type)):
+            if symbol.by_address or (passed_by_pointer(symbol.type)):
                 return f"(*{name})"
         return name
 
@@ -469,7 +470,8 @@ class ExprLowering:
     def routine_call(self, e: ast.Call, routine: RoutineSymbol) -> CValue:
         binding = {k: (self.binding[v] if isinstance(v, str) else v) for k, v in (e.binding or {}).items()}
         name = self.lowering.instance(routine, binding, self.recording_call(routine))
-        lent_roots = {_root(arg.place) for arg in e.args if isinstance(arg, ast.AddressArg)}
+        # a by-pointer argument must not change under the callee's writes: copy it if they may
+        written = {_root(arg.place) for arg in e.args if isinstance(arg, ast.AddressArg)} | routine.global_writes
         args = []
         for arg, param in zip(e.args, routine.params):
             param_type = self.concrete(_bind(param.type, binding))
@@ -477,12 +479,17 @@ class ExprLowering:
                 args.append(f"&{self.place(arg.place).text}")
                 continue
             value = self.argument(arg, param_type)
-            if passed_by_pointer_type(param_type):
-                if _root(arg) in lent_roots | routine_writes(routine):
+            aliased = _root(arg) in written and not value.owned
+            if passed_by_pointer(param_type):
+                if aliased:
                     value = CValue(self.declare(value.type, value.text), value.type, lvalue=True)
                 args.append(f"&{self.materialize(value).text}")
+            elif needs_drop(param_type):
+                if aliased:  # a shallow string or dynamic tensor must not share the lent storage
+                    value = CValue(self.types.copy(value.type, value.text), value.type, owned=True)
+                args.append(self.borrow(value).text)
             else:
-                args.append(self.borrow(value).text if needs_drop(param_type) else value.text)
+                args.append(value.text)
         result = plain(_bind(routine.result, binding)) if routine.result is not None else None
         text = f"{name}({', '.join(args)})"
         if result is None:
@@ -508,24 +515,18 @@ class ExprLowering:
         return CValue(holder, param_type, lvalue=True)
 
 
-def routine_writes(routine: RoutineSymbol) -> set:
-    """Roots of globals a routine may write: arguments aliasing them are copied."""
-    return {v.name for v in getattr(routine, "global_writes", ())}
-
-
-def _root(e: ast.Expr) -> str | None:
+def _root(e: ast.Expr):
+    """The variable a place expression starts from."""
     while isinstance(e, ast.Field | ast.Index):
         e = e.base
-    return e.ident if isinstance(e, ast.Name) else None
+    return e.symbol if isinstance(e, ast.Name) else None
 
 
 def _bind(t: Type, binding: dict) -> Type:
-    from .types import substitute
-
     return substitute(t, binding) if t is not None else None
 
 
-def passed_by_pointer_type(t: Type) -> bool:
+def passed_by_pointer(t: Type) -> bool:
     t = plain(t)
     if isinstance(t, Tensor | Array):
         return not t.is_dynamic

@@ -175,13 +175,13 @@ class Builder(Transformer):
 
     type_section = var_section = const_section
 
-    def const_decl(self, meta, name, type_expr, value):
+    def const_decl(self, meta, name, type_expr, _equal, value):
         return ast.ConstDecl(_pos(name), str(name), type_expr, value)
 
-    def type_decl(self, meta, name, type_expr):
+    def type_decl(self, meta, name, _equal, type_expr):
         return ast.TypeDecl(_pos(name), str(name), type_expr)
 
-    def var_decl(self, meta, names, type_expr, init):
+    def var_decl(self, meta, names, type_expr, _equal, init):
         return ast.VarDecl(names[0][1], [n for n, _ in names], type_expr, init)
 
     def name_list(self, meta, *names):

@@ -59,6 +59,7 @@ class RoutineSymbol(Symbol):
     local_consts: list[ConstSymbol] = field(default_factory=list)
     shape_vars: list[str] = field(default_factory=list)
     calls: set = field(default_factory=set)  # routines this one calls
+    global_writes: set = field(default_factory=set)  # globals it may write, through its callees too
     touches_tracked: bool = False  # reads or writes tracked values
     has_tape: bool = False  # holds a tape window
 

@@ -1,0 +1,45 @@
+"""Shared test helpers: build Mica programs through micatool's own API and run them.
+
+Binaries for aarch64 run under qemu-aarch64-static (Debian's qemu-user-static),
+which the conftest installs when it is missing.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from micatool import targets
+from micatool.compile import load_source, to_c
+from micatool.link.build import cached_build
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+SHARED = ROOT.parent / "shared"
+BOTH_TARGETS = ("x86_64-linux", "aarch64-linux")
+
+
+def qemu() -> str | None:
+    return shutil.which("qemu-aarch64-static")
+
+
+def build(path: Path, target: str = "x86_64-linux", tier: str = "checked") -> Path:
+    return cached_build(to_c(load_source(str(path))), targets.resolve(target), tier)
+
+
+def build_text(tmp_path: Path, text: str, name: str = "prog.mica", **kw) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return build(path, **kw)
+
+
+def run(binary: Path, target: str = "x86_64-linux", args=(), cwd=None, timeout=120) -> subprocess.CompletedProcess:
+    command = [str(binary), *args]
+    if target == "aarch64-linux":
+        command = [qemu() or "qemu-aarch64-static", *command]
+    return subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=timeout)
+
+
+def run_text(tmp_path: Path, text: str, **kw) -> subprocess.CompletedProcess:
+    return run(build_text(tmp_path, text, **kw))
