@@ -419,12 +419,14 @@ def docker_client():
     host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
     try:
         import docker
+        import requests
     except ImportError:
         raise ImageError("the 'docker' Python package is missing; pip install docker") from None
     try:
         client = docker.from_env(timeout=300)  # loading a large image takes a while
         client.ping()
-    except Exception:  # docker-py wraps some refusals, and lets requests' through
+    except (docker.errors.DockerException, requests.exceptions.RequestException):
+        # docker-py wraps most refusals; a daemon dying mid-ping surfaces as requests'
         raise ImageError(f"no Docker daemon answers at {host}; start dockerd "
                          "(as root: dockerd &) or point DOCKER_HOST at one") from None
     return client
