@@ -217,3 +217,17 @@ def arm64_emulation():
         check_handler(qemu_handler())
     except Unavailable as e:
         give_up(f"arm64 emulation: {e}")
+
+
+# ---------------------------------------------------------------- other OCI tools
+
+
+@pytest.fixture(scope="session")
+def skopeo():
+    """skopeo, a second reader of OCI layouts that needs no daemon (Debian's package)."""
+    try:
+        if not shutil.which("skopeo"):
+            apt_install("skopeo")
+    except Unavailable as e:
+        give_up(f"skopeo: {e}")
+    return shutil.which("skopeo")

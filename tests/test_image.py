@@ -17,7 +17,7 @@ import tarfile
 
 import pytest
 
-from docker_env import arm64_emulation, docker_daemon  # noqa: F401 (fixtures)
+from docker_env import arm64_emulation, docker_daemon, skopeo  # noqa: F401 (fixtures)
 from micatool.link import image
 from micatool.link.image import ImageError, load_image, write_image
 from static_hello import HELLO_LINE, hello_binaries  # noqa: F401 (fixtures)
@@ -184,6 +184,19 @@ def test_load_without_daemon_says_so(tarball, monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     with pytest.raises(ImageError, match="no Docker daemon answers at unix:///nonexistent"):
         load_image(tarball[0])
+
+
+def test_skopeo_reads_the_layout_and_keeps_digests(tarball, skopeo, tmp_path):
+    path, info = tarball
+    raw = subprocess.run([skopeo, "inspect", "--raw", f"oci-archive:{path}:{TAG}"],
+                         capture_output=True, check=True).stdout
+    assert "sha256:" + hashlib.sha256(raw).hexdigest() == info.index_digest
+    copy = f"oci:{tmp_path / 'copy'}:{TAG}"
+    subprocess.run([skopeo, "copy", "--all", "--preserve-digests", f"oci-archive:{path}:{TAG}", copy],
+                   capture_output=True, check=True)
+    raw = subprocess.run([skopeo, "inspect", "--raw", copy],
+                         capture_output=True, check=True).stdout
+    assert "sha256:" + hashlib.sha256(raw).hexdigest() == info.index_digest
 
 
 # ---------------------------------------------------------------- with Docker
