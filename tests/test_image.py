@@ -192,8 +192,9 @@ def test_skopeo_reads_the_layout_and_keeps_digests(tarball, skopeo, tmp_path):
                          capture_output=True, check=True).stdout
     assert "sha256:" + hashlib.sha256(raw).hexdigest() == info.index_digest
     copy = f"oci:{tmp_path / 'copy'}:{TAG}"
-    subprocess.run([skopeo, "copy", "--all", "--preserve-digests", f"oci-archive:{path}:{TAG}", copy],
-                   capture_output=True, check=True)
+    # --preserve-digests: skopeo would otherwise gzip our uncompressed layers
+    subprocess.run([skopeo, "copy", "--all", "--preserve-digests",
+                    f"oci-archive:{path}:{TAG}", copy], capture_output=True, check=True)
     raw = subprocess.run([skopeo, "inspect", "--raw", copy],
                          capture_output=True, check=True).stdout
     assert "sha256:" + hashlib.sha256(raw).hexdigest() == info.index_digest

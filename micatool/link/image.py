@@ -110,22 +110,20 @@ def write_image(binaries: dict[str, bytes], tag: str, out: pathlib.Path,
     blobs: dict[str, bytes] = {}
     images = {}
     descriptors = []
+    tags = repo_tags(tag, sorted(platforms))
     for name in sorted(platforms):
         image, manifest_desc = add_platform(blobs, name, platforms[name],
-                                            binary_name, epoch)
+                                            binary_name, epoch, tags[name])
         images[name] = image
         descriptors.append(manifest_desc)
     index_desc = add_blob(blobs, OCI_INDEX, dumps(image_index(descriptors)))
-
-    tag_plan = repo_tags(tag, sorted(platforms))
-    images = {n: _with_tags(img, tag_plan[n]) for n, img in images.items()}
     files = layout_files(blobs, index_desc, tag, images)
     out = pathlib.Path(out)
     write_atomically(out, lambda f: write_tar(f, files, epoch))
     return ImageInfo(out, tag, index_desc["digest"], images, out.stat().st_size)
 
 
-def add_platform(blobs, name, binary, binary_name, epoch):
+def add_platform(blobs, name, binary, binary_name, epoch, tags):
     """The layer, config and manifest blobs of one platform."""
     platform = PLATFORMS[name]
     layer = layer_tar(binary, binary_name, epoch)
@@ -141,13 +139,8 @@ def add_platform(blobs, name, binary, binary_name, epoch):
     manifest_desc = add_blob(blobs, OCI_MANIFEST, dumps(manifest))
     manifest_desc["platform"] = platform_field(platform)
     image = PlatformImage(name, manifest_desc["digest"], config_desc["digest"],
-                          layer_desc["digest"], layer_desc["size"], ())
+                          layer_desc["digest"], layer_desc["size"], tuple(tags))
     return image, manifest_desc
-
-
-def _with_tags(image: PlatformImage, tags: list[str]) -> PlatformImage:
-    return PlatformImage(image.platform, image.manifest_digest, image.config_digest,
-                         image.layer_digest, image.layer_size, tuple(tags))
 
 
 def layer_tar(binary: bytes, binary_name: str, epoch: int) -> bytes:
