@@ -255,13 +255,15 @@ def test_image_has_no_shell(loaded):
 
 
 @pytest.mark.docker
-def test_load_image_gives_tags_and_host_default(docker_daemon, tarball):
-    tags = load_image(tarball[0])
+def test_load_image_gives_tags_and_host_default(docker_daemon, hello_binaries, tmp_path):
+    tag = f"mica-test-sdk:{os.getpid()}"  # its own tag: removing it spares `loaded`
+    write_image(read_binaries(hello_binaries), tag, tmp_path / "sdk.tar")
+    tags = load_image(tmp_path / "sdk.tar")
     try:
-        assert sorted(tags) == sorted([TAG, TAG + "-amd64", TAG + "-arm64"])
+        assert sorted(tags) == sorted([tag, tag + "-amd64", tag + "-arm64"])
         host = image.DAEMON_ARCH[docker("info", "--format", "{{.Architecture}}").stdout.strip()]
         assert docker("image", "inspect", "--format", "{{.Architecture}}",
-                      TAG).stdout.strip() == host
+                      tag).stdout.strip() == host
     finally:
         docker("rmi", "-f", *tags)
 
