@@ -1,1 +1,1 @@
-"""Linking: generated C -> static binaries (zig), sizes, and container images."""
+"""Linking: generated C -> static binaries (zig), their sizes, and container images."""
