@@ -907,16 +907,11 @@ class Analyzer:
                 if not fits or plain(concrete) != plain(t):
                     self.error(arg, 4028, f"parameter '{param.name}' of '{routine.name}' lends '{concrete}', found '{t}'")
                     ok = False
-            elif not fits and not self.assignable(t, concrete, arg):
-                self.error(arg, 4028, f"argument '{param.name}' of '{routine.name}' must be '{concrete}', found '{t}'")
+            elif not (fits and self.assignable(t, concrete, arg)):
+                code = 6010 if isinstance(plain(t), Tensor) and isinstance(plain(concrete), Tensor) else 4028
+                self.error(arg, code, f"argument '{param.name}' of '{routine.name}' must be '{concrete}', found '{t}'")
                 ok = False
-            elif fits:
-                self.check_assignable(t, concrete, arg)
         e.binding = binding
-        if routine.shape_vars and ok:
-            missing = [v for v in routine.shape_vars if v not in binding]
-            if missing:
-                return self.error(e, 6009, f"cannot bind shape variable {missing[0]} from the arguments")
         if routine.result is None:
             return VOID
         return substitute(routine.result, binding) if ok else ERROR

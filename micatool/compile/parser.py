@@ -58,8 +58,6 @@ def _lexical_error(reporter: Reporter, source: SourceFile, e: lark.exceptions.Un
     elif rest.startswith("{") or rest.startswith("(*"):
         closer = "}" if rest.startswith("{") else "*)"
         reporter.error(pos, 1003, f"unterminated comment: no closing '{closer}' before the end of the file")
-    elif rest[:1].isdigit():
-        reporter.error(pos, 1005, "malformed number: a float needs digits after '.' (write 1.0, not 1.)")
     else:
         char = rest[:1]
         shown = repr(char) if char.isprintable() else f"U+{ord(char):04X}"
@@ -126,10 +124,10 @@ def _syntax_error(reporter: Reporter, source: SourceFile, e: lark.exceptions.Une
     found = _token_text(token)
     if token.type == "NAME" and token.value.lower() in KEYWORDS and token.value not in KEYWORDS:
         reporter.error(pos, 2004, f"'{token.value}' is not a keyword: keywords are lowercase ('{token.value.lower()}')")
-    elif token.value in KEYWORDS and "NAME" in expected and token.value not in ("true", "false", "not"):
-        reporter.error(pos, 2005, f"'{token.value}' is a reserved keyword and cannot be used as a name here")
     elif token.value == "else" and "SEMICOLON" in expected:
         reporter.error(pos, 2006, "';' before 'else' ends the if statement; remove the ';'")
+    elif token.value in KEYWORDS and "NAME" in expected and token.value not in ("true", "false", "not"):
+        reporter.error(pos, 2005, f"'{token.value}' is a reserved keyword and cannot be used as a name here")
     elif token.value == "=" and "':='" in {_describe_terminal(t) for t in expected}:
         reporter.error(pos, 2007, "'=' compares; assignment is ':='")
     elif "SEMICOLON" in expected and token.type not in ("DOT",):
@@ -308,6 +306,10 @@ class Builder(Transformer):
             self.reporter.error(_pos(token), 1006, f"float literal {token.value} is too large for float64")
             value = 0.0
         return ast.FloatLit(_pos(token), token.value, value)
+
+    def malformed_float(self, meta, token):
+        self.reporter.error(_pos(token), 1005, "malformed number: a float needs digits after '.' (write 1.0, not 1.)")
+        return ast.FloatLit(_pos(token), token.value, 0.0)
 
     def str_lit(self, meta, token):
         return ast.StrLit(_pos(token), _string_value(token))

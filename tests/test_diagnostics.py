@@ -1,0 +1,53 @@
+"""Golden diagnostics: tests/diagnostics/NNNN_what.mica gives exactly NNNN_what.err.
+
+Each file shows one diagnostic (named by its code), in the LANGUAGE.md §9 form:
+file:line:col, the code, the message, the source line and a caret. `micatool
+check` prints them to stderr and exits 1.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from micatool.cli import main
+
+CASES = sorted((Path(__file__).parent / "diagnostics").glob("*.mica"))
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.stem)
+def test_diagnostic_text(case: Path, capsys, monkeypatch):
+    monkeypatch.chdir(case.parent)
+    assert main(["check", case.name]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == case.with_suffix(".err").read_text()
+
+
+def test_each_file_shows_the_code_it_is_named_after():
+    for case in CASES:
+        code = case.stem.split("_")[0]
+        if code.isdigit():
+            assert f"analyzer error {code}:" in case.with_suffix(".err").read_text(), case.name
+
+
+def test_at_least_thirty_distinct_codes():
+    codes = set()
+    for case in CASES:
+        codes |= set(re.findall(r"analyzer error (\d{4})", case.with_suffix(".err").read_text()))
+    assert len(codes) >= 30, sorted(codes)
+
+
+def test_check_command_exits_1_through_the_console_script(tmp_path):
+    program = tmp_path / "bad.mica"
+    program.write_text("program P;\nbegin\n    WriteLn(undefined);\nend.\n")
+    result = subprocess.run([sys.executable, "-m", "micatool", "check", str(program)], capture_output=True, text=True,
+                            env=dict(os.environ, MICATOOL_TRACEBACK=""))
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"{program}:3:13: analyzer error 3001: unknown name 'undefined'")
+    assert "Traceback" not in result.stderr

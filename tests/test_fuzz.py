@@ -1,0 +1,99 @@
+"""Fuzzing the front end and lowering: no input, however malformed, gives a traceback.
+
+Hypothesis mutates the feature programs token by token (delete, duplicate,
+replace, swap) and also feeds random text. Every input must end in C source
+or in numbered diagnostics; anything else is a bug. Seeded and bounded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from micatool.compile import front_end
+from micatool.compile.lower import lower
+from micatool.compile.parser import KEYWORDS, _lark
+from micatool.diagnostics import CompileError, SourceFile
+
+SEEDS = sorted((Path(__file__).parent / "programs").glob("*.mica")) + sorted(
+    (Path(__file__).parents[1] / "examples").glob("*/*.mica"))
+SEED_TEXTS = [p.read_text() for p in SEEDS]
+REPLACEMENTS = sorted(KEYWORDS) + [
+    ";", ":", ":=", ",", ".", "..", "(", ")", "[", "]", "+", "-", "*", "/", "=", "<>", "<", ">=",
+    "0", "1", "-1", "2.5", "1e400", "'s'", "''", "x", "i", "result", "N", "M", "WriteLn", "Sum", "Length",
+    "vector", "matrix", "tensor", "float32", "integer", "string", "address", "tracked", "Transpose", "Mul",
+    "SetLength", "SetShape", "Gradient", "Backward", "99999999999999999999", "{", "(*", "'",
+]
+FUZZ = settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+
+
+def tokens(text: str) -> list[tuple[str, str]]:
+    """(kind, text) pieces that join back into text; whitespace and comments are kind ''."""
+    pieces, last = [], 0
+    for token in _lark().lex(text):
+        pieces.append(("", text[last:token.start_pos]))
+        pieces.append((token.type, token.value))
+        last = token.end_pos
+    pieces.append(("", text[last:]))
+    return pieces
+
+
+SEED_TOKENS = [tokens(t) for t in SEED_TEXTS]
+NAMES = sorted({v for seed in SEED_TOKENS for kind, v in seed if kind == "NAME"})
+LITERALS = ["0", "1", "3", "-2", "0.5", "1e-3", "'a'", "'text'", "true", "false", "[1.0, 2.0]", "[[1.0], [2.0]]"]
+OPERATORS = ["+", "-", "*", "/", "div", "mod", "=", "<>", "<", "<=", "and", "or"]
+SIMILAR = {"NAME": NAMES, "INT": LITERALS, "FLOAT": LITERALS, "STRING": LITERALS, "TRUE": LITERALS, "FALSE": LITERALS,
+           "PLUS": OPERATORS, "MINUS": OPERATORS, "STAR": OPERATORS, "SLASH": OPERATORS, "DIV": OPERATORS,
+           "MOD": OPERATORS, "COMPARE": OPERATORS, "EQUAL": OPERATORS, "AND": OPERATORS, "OR": OPERATORS}
+
+
+def compiles_or_diagnoses(text: str) -> None:
+    source = SourceFile("fuzz.mica", text)
+    try:
+        lower(front_end(source))
+    except CompileError as e:
+        for d in e.diagnostics:
+            assert 1000 <= d.code <= 7999
+            assert d.render().startswith(f"fuzz.mica:{d.pos.line}:{d.pos.col}: analyzer error {d.code}: ")
+
+
+@st.composite
+def mutated_program(draw):
+    """Mostly like-for-like swaps (a name for a name), so many mutants pass the parser."""
+    pieces = list(draw(st.sampled_from(SEED_TOKENS)))
+    for _ in range(draw(st.integers(1, 3))):
+        i = draw(st.sampled_from(range(1, len(pieces), 2)))
+        kind, text = pieces[i]
+        action = draw(st.sampled_from(["similar", "similar", "similar", "delete", "duplicate", "replace", "swap"]))
+        if action == "similar" and kind in SIMILAR:
+            pieces[i] = (kind, draw(st.sampled_from(SIMILAR[kind])))
+        elif action == "delete":
+            pieces[i] = (kind, "")
+        elif action == "duplicate":
+            pieces[i] = (kind, text + " " + text)
+        elif action == "replace":
+            pieces[i] = (kind, draw(st.sampled_from(REPLACEMENTS)))
+        elif action == "swap" and i + 2 < len(pieces):
+            pieces[i], pieces[i + 2] = pieces[i + 2], pieces[i]
+    return "".join(text for _, text in pieces)
+
+
+@FUZZ
+@given(mutated_program())
+def test_mutated_programs_compile_or_diagnose(text):
+    compiles_or_diagnoses(text)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.text(max_size=200))
+def test_random_text_is_diagnosed(text):
+    compiles_or_diagnoses(text)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.sampled_from(SEED_TEXTS), st.data())
+def test_truncated_programs_are_diagnosed(text, data):
+    cut = data.draw(st.integers(0, len(text)))
+    compiles_or_diagnoses(text[:cut])
