@@ -212,7 +212,7 @@ class FunctionLowering(ExprLowering):
 
     def program_body(self, analysis: Analysis) -> str:
         for var in analysis.global_vars:
-            if var.init is not None and var.init is not getattr(self, "_last_init", None):
+            if var.init is not None:
                 self.initialize(var)
         self.stmts(analysis.program.body)
         return self.render_lines(self.lines)

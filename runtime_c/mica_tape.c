@@ -1,0 +1,197 @@
+/* mica_tape.c: windows, the arena, nodes, tags, and the Backward walk.
+ *
+ * One window at a time: mica_tape_begin starts epoch e+1 and empties the
+ * arena (keeping its chunks, so steady-state training allocates nothing),
+ * which also forgets the previous window's nodes and gradients. A tag whose
+ * epoch is not the current one is stale: reading it enrolls a fresh leaf.
+ * Backward walks the nodes in reverse creation order, so gradients accumulate
+ * in one fixed order on every machine.
+ */
+#include "mica.h"
+
+#include <string.h>
+
+typedef struct chunk {
+    struct chunk *next;
+    size_t size, used;
+} chunk;
+
+#define ALIGN 64
+#define HEADER ((sizeof(chunk) + ALIGN - 1) / ALIGN * ALIGN)
+#define FIRST_CHUNK ((size_t)1 << 20)
+
+static struct {
+    uint64_t epoch;          /* the current window, or the last one */
+    uint64_t backward_epoch; /* the window Backward last walked */
+    bool open;
+    chunk *first, *current;
+    mica_node **nodes;
+    int64_t count, capacity;
+} tape;
+
+size_t mica_dtype_size(int dtype) {
+    return dtype == MICA_F64 ? sizeof(double) : sizeof(float);
+}
+
+bool mica_tape_open(void) {
+    return tape.open;
+}
+
+void mica_tape_begin(int line) {
+    if (tape.open) mica_trap(line, "a tape window cannot open inside another tape window");
+    tape.epoch++;
+    tape.open = true;
+    tape.count = 0;
+    for (chunk *c = tape.first; c != NULL; c = c->next) c->used = 0;
+    tape.current = tape.first;
+}
+
+void mica_tape_end(void) {
+    tape.open = false;
+}
+
+static chunk *new_chunk(size_t size) {
+    chunk *c = mica_alloc(HEADER + size, 0);
+    c->size = size;
+    return c;
+}
+
+void *mica_tape_alloc(size_t bytes) {
+    bytes = (bytes + ALIGN - 1) / ALIGN * ALIGN;
+    if (tape.first == NULL) tape.first = tape.current = new_chunk(bytes > FIRST_CHUNK ? bytes : FIRST_CHUNK);
+    while (tape.current->used + bytes > tape.current->size) {
+        chunk *next = tape.current->next;
+        if (next == NULL || next->size < bytes) {
+            /* a chunk too small for this request is kept for later windows' smaller ones */
+            size_t size = tape.current->size * 2 > bytes ? tape.current->size * 2 : bytes;
+            chunk *fresh = new_chunk(size);
+            fresh->next = next;
+            tape.current->next = fresh;
+            next = fresh;
+        }
+        tape.current = next;
+    }
+    void *p = (char *)tape.current + HEADER + tape.current->used;
+    tape.current->used += bytes;
+    return p;
+}
+
+static void remember(mica_node *n) {
+    if (tape.count == tape.capacity) {
+        int64_t capacity = tape.capacity ? tape.capacity * 2 : 1024;
+        tape.nodes = mica_resize(tape.nodes, tape.count, capacity, sizeof(mica_node *), 0);
+        tape.capacity = capacity;
+    }
+    tape.nodes[tape.count++] = n;
+}
+
+mica_node *mica_node_new(int dtype, int rank, const int64_t *dims, const char *op, mica_backward_fn backward,
+                         mica_node *a, mica_node *b, mica_node *c) {
+    mica_node *n = mica_tape_alloc(sizeof(mica_node));
+    memset(n, 0, sizeof *n);
+    n->op = op;
+    n->dtype = dtype;
+    n->rank = rank;
+    n->count = 1;
+    for (int i = 0; i < rank; i++) {
+        n->dims[i] = dims[i];
+        n->count *= dims[i];
+    }
+    n->value = mica_tape_alloc((size_t)n->count * mica_dtype_size(dtype));
+    n->in[0] = a;
+    n->in[1] = b;
+    n->in[2] = c;
+    n->needs_grad = (a && a->needs_grad) || (b && b->needs_grad) || (c && c->needs_grad);
+    n->backward = n->needs_grad ? backward : NULL;
+    remember(n);
+    return n;
+}
+
+void *mica_node_grad(mica_node *n) {
+    if (n->grad == NULL) {
+        size_t bytes = (size_t)n->count * mica_dtype_size(n->dtype);
+        n->grad = mica_tape_alloc(bytes);
+        memset(n->grad, 0, bytes);
+    }
+    return n->grad;
+}
+
+mica_node *mica_tape_read(mica_tag *tag, int dtype, const void *value, int rank, const int64_t *dims) {
+    mica_node *n = tag->node;
+    if (tag->epoch != tape.epoch || n == NULL) {
+        n = mica_node_new(dtype, rank, dims, "leaf", NULL, NULL, NULL, NULL);
+        memcpy(n->value, value, (size_t)n->count * mica_dtype_size(dtype));
+        n->needs_grad = true;
+        tag->node = n;
+        tag->epoch = tape.epoch;
+    }
+    if (tag->read_epoch != tape.epoch) {
+        tag->read = n;
+        tag->read_epoch = tape.epoch;
+    }
+    return n;
+}
+
+mica_node *mica_tape_const(int dtype, const void *value, int rank, const int64_t *dims) {
+    mica_node *n = mica_node_new(dtype, rank, dims, "constant", NULL, NULL, NULL, NULL);
+    memcpy(n->value, value, (size_t)n->count * mica_dtype_size(dtype));
+    return n;
+}
+
+mica_node *mica_tape_scalar(int dtype, double value) {
+    mica_node *n = mica_node_new(dtype, 0, NULL, "constant", NULL, NULL, NULL, NULL);
+    if (dtype == MICA_F64)
+        *(double *)n->value = value;
+    else
+        *(float *)n->value = (float)value;
+    return n;
+}
+
+void mica_tape_write(mica_tag *tag, void *place_value, mica_node *n) {
+    memcpy(place_value, n->value, (size_t)n->count * mica_dtype_size(n->dtype));
+    tag->node = n;
+    tag->epoch = tape.epoch;
+}
+
+void mica_tape_value(void *out, const mica_node *n) {
+    memcpy(out, n->value, (size_t)n->count * mica_dtype_size(n->dtype));
+}
+
+void mica_tag_adopt(mica_tag *tag) {
+    tag->node = NULL;
+    tag->epoch = 0;
+}
+
+static int64_t position(const mica_node *n) {
+    for (int64_t i = tape.count - 1; i >= 0; i--)
+        if (tape.nodes[i] == n) return i;
+    return -1;
+}
+
+void mica_tape_backward(mica_tag *loss, const char *name, int line) {
+    if (tape.open) mica_trapf(line, "Backward(%s) inside its tape window; call it after 'end'", name);
+    if (loss->epoch != tape.epoch || loss->node == NULL)
+        mica_trapf(line, "Backward(%s): the last tape window did not compute '%s'", name, name);
+    if (tape.backward_epoch == tape.epoch)
+        mica_trapf(line, "Backward(%s): this window's gradients were already computed", name);
+    tape.backward_epoch = tape.epoch;
+    mica_node *root = loss->node;
+    if (root->dtype == MICA_F64)
+        *(double *)mica_node_grad(root) = 1.0;
+    else
+        *(float *)mica_node_grad(root) = 1.0f;
+    for (int64_t i = position(root); i >= 0; i--) {
+        mica_node *n = tape.nodes[i];
+        if (n->grad != NULL && n->backward != NULL) n->backward(n);
+    }
+}
+
+void mica_tape_gradient(void *out, mica_tag *tag, int dtype, int64_t count, const char *name, int line) {
+    if (tape.open || tape.backward_epoch != tape.epoch || tape.epoch == 0)
+        mica_trapf(line, "Gradient(%s) before Backward of the last tape window", name);
+    size_t bytes = (size_t)count * mica_dtype_size(dtype);
+    if (tag->read_epoch == tape.epoch && tag->read != NULL && tag->read->grad != NULL)
+        memcpy(out, tag->read->grad, bytes);
+    else
+        memset(out, 0, bytes); /* the window never read the place, or no path led back to it */
+}
