@@ -416,12 +416,12 @@ static float two_sum_f32(float a, float b, float *e) {
 #define GELU_K_LO_F64 -0x1.cbc0d30ebfd15p-54
 #define GELU_C_HI_F64 0x1.6e4e26d4801f7p-5
 #define GELU_C_LO_F64 0x1.441355475a31ap-59
-#define GELU_C3_F64 0x1.12ba9d1f60179p-3 /* 3*C, for the derivative */
+#define GELU_K3_F64 0x1.b6676bf7450fp-3 /* 3*K*C, for the derivative */
 #define GELU_K_HI_F32 0x1.988454p+0f
 #define GELU_K_LO_F32 -0x1.857936p-25f
 #define GELU_C_HI_F32 0x1.6e4e26p-5f
 #define GELU_C_LO_F32 0x1.a9003ep-30f
-#define GELU_C3_F32 0x1.12ba9ep-3f
+#define GELU_K3_F32 0x1.b6676cp-3f
 
 static double gelu_arg_f64(double x, double *vl) {
     double x2l, x2 = two_prod_f64(x, x, &x2l);
@@ -478,14 +478,14 @@ float mica_gelu_f32(float x) {
 }
 
 /* d/dx x*sigmoid(v) = s + (x*v')*(s*sn), s = sigmoid(v), sn = sigmoid(-v) = 1 - s,
- * v' = K*(1 + 3C*x^2). (The tanh form 0.5*(1+t) + 0.5*x*(1-t^2)*u' is the
+ * v' = K + 3KC*x^2. (The tanh form 0.5*(1+t) + 0.5*x*(1-t^2)*u' is the
  * same function: 1+t = 2s, 1-t^2 = 4*s*sn.) */
 double mica_gelu_grad_f64(double x) {
     if (x != x) return nan_f64();
     if (x > 10.0) return 1.0;
     if (x < -25.0) return 0.0;
     double vl, v = gelu_arg_f64(x, &vl);
-    double xdv = x * (GELU_K_HI_F64 * (1.0 + GELU_C3_F64 * (x * x)));
+    double xdv = x * (GELU_K_HI_F64 + GELU_K3_F64 * (x * x));
     double small;
     int k;
     if (v >= 0.0) {
@@ -502,7 +502,7 @@ float mica_gelu_grad_f32(float x) {
     if (x > 10.0f) return 1.0f;
     if (x < -12.0f) return 0.0f;
     float vl, v = gelu_arg_f32(x, &vl);
-    float xdv = x * (GELU_K_HI_F32 * (1.0f + GELU_C3_F32 * (x * x)));
+    float xdv = x * (GELU_K_HI_F32 + GELU_K3_F32 * (x * x));
     float small;
     int k;
     if (v >= 0.0f) {

@@ -16,22 +16,23 @@ Inputs come from a fixed seed: 100k per float32 function and 25k per
 float64 function, spread over the ranges listed in DOMAINS, plus powi.
 `python tests/test_math.py` prints the measured table for docs/math.md.
 
-Measured max error, in ulps of the exact result (see docs/math.md):
+Measured max error on this test set, in ulps of the exact result (docs/math.md
+has the same table with a wider sweep beside it):
 
     function        float64   float32
-    exp              0.51      0.53
-    log              0.52      0.84
-    tanh             1.47      1.30
-    sigmoid          1.16      1.15
-    gelu             1.61      1.56
-    gelu_grad *      2.56      2.59
-    silu             1.62      1.60
-    silu_grad *      2.41      2.24
-    powi (|n|<=32)   2.05      2.23
+    exp              0.81      0.83
+    log              0.77      0.78
+    tanh             1.04      1.07
+    sigmoid          1.13      1.23
+    gelu             1.95      1.92
+    gelu_grad *      3.77      4.21
+    silu             1.96      2.01
+    silu_grad *      2.82      2.82
+    powi / |n|       0.59      0.60     (|n| <= 32: 17.1 and 19.1 ulp)
 
-* outside 0.05 of the derivative's zero (gelu' at -0.7518, silu' at
-  -1.2785); there the relative error grows as the value goes to zero, and
-  the absolute error stays under 2 ulp of 1/4 (ROOT_WINDOW_ABS).
+* in ulps of the larger of the derivative's two terms, which cancel where it
+  crosses zero (gelu' at -0.7518, silu' at -1.2785); elsewhere this is the
+  ordinary ulp error.
 """
 
 import math
@@ -62,7 +63,7 @@ MAX_ULP = {
     ("tanh", 64): 1.5, ("tanh", 32): 1.5,
     ("sigmoid", 64): 1.5, ("sigmoid", 32): 1.5,
     ("gelu", 64): 2.5, ("gelu", 32): 2.5,
-    ("gelu_grad", 64): 5.0, ("gelu_grad", 32): 6.0,
+    ("gelu_grad", 64): 4.5, ("gelu_grad", 32): 5.0,
     ("silu", 64): 2.5, ("silu", 32): 2.5,
     ("silu_grad", 64): 3.5, ("silu_grad", 32): 3.5,
     ("powi/|n|", 64): 1.0, ("powi/|n|", 32): 1.0,  # binary powering: under |n| ulp
@@ -95,7 +96,7 @@ def logmag(rng, n, lo, hi):
 
 
 def near_one(rng, n, lo, hi):
-    return 1.0 + np.abs(logmag(rng, n, lo, hi)) * rng.choice([-1.0, 1.0], n)
+    return 1.0 + logmag(rng, n, lo, hi)
 
 
 def positive_bits(rng, n, bits):
@@ -134,7 +135,7 @@ DOMAINS = {
         32: [(0.4, uniform, -103, 20), (0.4, uniform, -20, 20), (0.2, logmag, 1e-10, 1)],
     },
     "gelu": {
-        64: [(0.4, uniform, -20, 10), (0.4, uniform, -6, 6), (0.2, logmag, 1e-20, 1)],
+        64: [(0.4, uniform, -21.5, 10), (0.4, uniform, -6, 6), (0.2, logmag, 1e-20, 1)],
         32: [(0.4, uniform, -12, 10), (0.4, uniform, -6, 6), (0.2, logmag, 1e-10, 1)],
     },
     "silu": {
@@ -279,12 +280,13 @@ def encode_job(blocks):
     return b"".join(parts)
 
 
-
 def build(arch, flags, exe):
     cmd = [sys.executable, "-m", "ziglang", "cc", "-target", f"{arch}-linux-musl", "-static",
            *flags, "-fno-sanitize=undefined", "-Wall", "-Wextra", "-Werror",
            "-I", str(RUNTIME), str(HARNESS), str(RUNTIME / "mica_math.c"), "-o", str(exe)]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        raise RuntimeError(f"zig cc failed for {arch} {flags}:\n{done.stderr}")
     return exe
 
 
@@ -354,9 +356,10 @@ def results_of(blocks, out):
 # ------------------------------------------------------------ references
 
 
-mpmath.mp.prec = 120
-K_EXACT = 2 * mpmath.sqrt(2 / mpmath.pi)
-C_EXACT = mpmath.mpf("0.044715")
+MP_BITS = 120  # float64 references: mpmath at this precision
+with mpmath.workprec(MP_BITS):
+    K_EXACT = 2 * mpmath.sqrt(2 / mpmath.pi)
+    C_EXACT = mpmath.mpf("0.044715")
 
 
 def mp_sigmoid(v):
@@ -451,13 +454,14 @@ def errors(name, bits, x, y):
     """Per-input ulp errors of results y (floats) at inputs x."""
     if bits == 64:
         out = []
-        for a, b in zip(x, y):
-            a = mpmath.mpf(float(a))
-            if name in TERMS_MP:
-                s, t = TERMS_MP[name](a)
-                out.append(ulp_error64(float(b), s + t, max(abs(s), abs(t))))
-            else:
-                out.append(ulp_error64(float(b), REF_MP[name](a)))
+        with mpmath.workprec(MP_BITS):
+            for a, b in zip(x, y):
+                a = mpmath.mpf(float(a))
+                if name in TERMS_MP:
+                    s, t = TERMS_MP[name](a)
+                    out.append(ulp_error64(float(b), s + t, max(abs(s), abs(t))))
+                else:
+                    out.append(ulp_error64(float(b), REF_MP[name](a)))
         return np.array(out)
     x = x.astype(np.float64)
     with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
@@ -469,12 +473,13 @@ def errors(name, bits, x, y):
 
 def powi_errors(bits, x, k, y):
     out = []
-    for a, n, b in zip(x, k, y):
-        v = mpmath.mpf(float(a)) ** int(n)
-        if bits == 64:
-            out.append(ulp_error64(float(b), v))
-        else:
-            out.append(float(ulp_error32(np.array([float(b)]), np.array([float(v)]))[0]))
+    with mpmath.workprec(MP_BITS):
+        for a, n, b in zip(x, k, y):
+            v = mpmath.mpf(float(a)) ** int(n)
+            if bits == 64:
+                out.append(ulp_error64(float(b), v))
+            else:
+                out.append(float(ulp_error32(np.array([float(b)]), np.array([float(v)]))[0]))
     return np.array(out)
 
 
@@ -547,7 +552,6 @@ def diff_names(blocks, a, b):
     return "differs in: " + ", ".join(k for k in ra if not np.array_equal(ra[k], rb[k]))
 
 
-
 @pytest.mark.parametrize("name", FUNCTIONS + ["powi/|n|"])
 @pytest.mark.parametrize("bits", [64, 32])
 def test_accuracy(table, name, bits):
@@ -569,7 +573,6 @@ def test_powi_specials(x86):
         got = x86[f"powi_f{bits}"][-len(POWI_SPECIALS):]
         for (x, n, want), g in zip(POWI_SPECIALS, got):
             assert int(g) == expected_bits(want, bits), f"powi_f{bits}({x}, {n}) = {int(g):x}"
-
 
 
 def test_sigmoid_in_unit_interval(runs, x86):
@@ -597,15 +600,9 @@ def test_exp_monotonic(runs, x86):
 def print_table():
     import tempfile
 
-    class Factory:
-        def mktemp(self, name):
-            return Path(tempfile.mkdtemp(prefix=name))
-
     blocks = make_blocks()
-    stdin = harness_stdin(blocks)
-    exe = build("x86_64", ["-O2", "-ffp-contract=off"], Factory().mktemp("math") / "h")
-    res = results_of(blocks, run_build("x86_64", exe, stdin))
-    t = measure(blocks, res)
+    exe = build("x86_64", ["-O2", "-ffp-contract=off"], Path(tempfile.mkdtemp(prefix="math")) / "math_harness")
+    t = measure(blocks, results_of(blocks, run_build("x86_64", exe, harness_stdin(blocks))))
     print(f"{'function':16}{'float64':>10}{'float32':>10}")
     for name in FUNCTIONS + ["powi", "powi/|n|"]:
         print(f"{name:16}{t[(name, 64)]:10.2f}{t[(name, 32)]:10.2f}")
