@@ -18,8 +18,10 @@
  *         log(m) = f - (f^2/2 - s*(f^2/2 + R(s^2))), R minimax (7 / 4 terms);
  *         k*ln2 added in two parts.
  *   tanh  |x| < 0.55: x + x^3*P(x^2) (11 / 5 terms); otherwise
- *         1 - 2/(exp(2|x|) + 1); sign restored at the end.
- *   sigmoid  1/(1 + exp(-x)) for x >= 0, e/(1 + e) with e = exp(x) below 0.
+ *         1 - 2/(exp(2|x|) + 1), with exp's rounding error and that of the
+ *         sum carried into the quotient; sign restored at the end.
+ *   sigmoid  e = exp(-|x|): 1/(1 + e) for x >= 0, e/(1 + e) below 0, the
+ *         rounding of 1 + e put back; a subnormal answer is rounded once.
  *   gelu  0.5*x*(1 + tanh(u)) = x * sigmoid(2u), u = sqrt(2/pi)*(x + 0.044715x^3);
  *         2u is formed in double-length arithmetic (Dekker products, no fma)
  *         so the large |2u| of negative x costs no accuracy.
