@@ -1,0 +1,602 @@
+/* mica_math.c: Mica's elementary functions (see mica_math.h, docs/math.md).
+ *
+ * Rules that keep the bits the same on every machine:
+ *   - only + - * / and comparisons on floating values, each written as its
+ *     own rounded operation in the order a PTX port must copy;
+ *   - no fma: the pragma below forbids contraction even when a build forgets
+ *     -ffp-contract=off (clang honours it unless told -ffp-contract=fast);
+ *   - no libm, no long double; powers of two are made in the exponent bits;
+ *   - nan results are built from bits, never from 0/0 (x86_64 makes a
+ *     negative nan there, aarch64 a positive one).
+ * Polynomials are Horner, innermost (highest) coefficient first; their
+ * coefficients come from tools/fit_math.py.
+ */
+#pragma STDC FP_CONTRACT OFF
+
+#include <stdint.h>
+#include <string.h>
+
+#include "mica_math.h"
+
+/* ------------------------------------------------------------ bits */
+
+static uint64_t bits_f64(double x) {
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static double from_bits_f64(uint64_t u) {
+    double x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+static uint32_t bits_f32(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static float from_bits_f32(uint32_t u) {
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+static double nan_f64(void) { return from_bits_f64(0x7ff8000000000000ull); }
+static double inf_f64(void) { return from_bits_f64(0x7ff0000000000000ull); }
+static float nan_f32(void) { return from_bits_f32(0x7fc00000u); }
+static float inf_f32(void) { return from_bits_f32(0x7f800000u); }
+
+/* 2^k for a normal exponent: -1022 <= k <= 1023 (f64), -126 <= k <= 127 (f32). */
+static double pow2_f64(int k) { return from_bits_f64((uint64_t)(k + 1023) << 52); }
+static float pow2_f32(int k) { return from_bits_f32((uint32_t)(k + 127) << 23); }
+
+/* y * 2^k for y near 1 and k a little past the normal exponents. Near the
+ * top two exact steps; near the bottom an exact step then one rounding into
+ * the subnormals, so the result is rounded once. */
+static double scale_f64(double y, int k) {
+    if (k > 1023) return (y * pow2_f64(1023)) * pow2_f64(k - 1023);
+    if (k < -1022) return (y * pow2_f64(k + 1000)) * pow2_f64(-1000);
+    return y * pow2_f64(k);
+}
+
+static float scale_f32(float y, int k) {
+    if (k > 127) return (y * pow2_f32(127)) * pow2_f32(k - 127);
+    if (k < -126) return (y * pow2_f32(k + 100)) * pow2_f32(-100);
+    return y * pow2_f32(k);
+}
+
+/* ------------------------------------------------------------ exp */
+
+/* ln2 = LN2_HI + LN2_LO; LN2_HI has so few bits that k*LN2_HI is exact for
+ * every k exp and log meet (|k| < 1100 f64, < 160 f32). */
+#define LN2_HI_F64 0x1.62e42ffp-1
+#define LN2_LO_F64 -0x1.718432a1b0e26p-35
+#define INV_LN2_F64 0x1.71547652b82fep+0
+#define LN2_HI_F32 0x1.62e4p-1f
+#define LN2_LO_F32 0x1.7f7d1cp-20f
+#define INV_LN2_F32 0x1.715476p+0f
+
+/* Adding then subtracting 1.5*2^52 (2^23) rounds to the nearest integer. */
+#define ROUND_SHIFT_F64 0x1.8p52
+#define ROUND_SHIFT_F32 0x1.8p23f
+
+/* exp(r), r = hi - lo, |r| <= 0.3466:
+ * R(r) = r*(e^r+1)/(e^r-1) ~ 2 + t*P(t), t = r^2, and with c = r - t*P(t),
+ * exp(r) = 1 + 2r/(R - r) = 1 - q, q = (lo - r*c/(2 - c)) - hi.
+ * Keeping hi and lo apart to the last step keeps the error under 1 ulp.
+ * *yl gets the rounding error of 1 - q (exact: |q| < 1), so y + yl is
+ * exp(r) to about 0.3 ulp for the callers that can use it. */
+static double exp_reduced_f64(double hi, double lo, double *yl) {
+    double r = hi - lo;
+    double t = r * r;
+    double p = 0x1.63769eac97872p-25;
+    p = -0x1.bbd41c68779a6p-20 + t * p;
+    p = 0x1.1566aaf25da36p-14 + t * p;
+    p = -0x1.6c16c16bebd5fp-9 + t * p;
+    p = 0x1.555555555553ep-3 + t * p;
+    double c = r - t * p;
+    double q = (lo - (r * c) / (2.0 - c)) - hi;
+    double y = 1.0 - q;
+    *yl = (1.0 - y) - q;
+    return y;
+}
+
+static float exp_reduced_f32(float hi, float lo, float *yl) {
+    float r = hi - lo;
+    float t = r * r;
+    float p = -0x1.6aa4dcp-9f;
+    p = 0x1.55551ep-3f + t * p;
+    float c = r - t * p;
+    float q = (lo - (r * c) / (2.0f - c)) - hi;
+    float y = 1.0f - q;
+    *yl = (1.0f - y) - q;
+    return y;
+}
+
+/* exp(x + xl) = (y + yl) * 2^k, y in [0.70, 1.42], for -760 <= x <= 710
+ * (-120 <= x <= 89 in f32) and xl tiny beside 1 ulp of x (0 for plain exp).
+ * Callers that multiply by more factors scale last, so an answer in the
+ * subnormals is rounded once. */
+static double exp_parts_f64(double x, double xl, double *yl, int *k) {
+    double kd = x * INV_LN2_F64 + ROUND_SHIFT_F64;
+    kd = kd - ROUND_SHIFT_F64;
+    double hi = x - kd * LN2_HI_F64; /* exact: k*LN2_HI is exact and close to x */
+    double lo = kd * LN2_LO_F64 - xl;
+    *k = (int)kd;
+    return exp_reduced_f64(hi, lo, yl);
+}
+
+static float exp_parts_f32(float x, float xl, float *yl, int *k) {
+    float kd = x * INV_LN2_F32 + ROUND_SHIFT_F32;
+    kd = kd - ROUND_SHIFT_F32;
+    float hi = x - kd * LN2_HI_F32;
+    float lo = kd * LN2_LO_F32 - xl;
+    *k = (int)kd;
+    return exp_reduced_f32(hi, lo, yl);
+}
+
+double mica_exp_f64(double x) {
+    if (x != x) return nan_f64();
+    if (x > 710.0) return inf_f64();  /* exp(709.79) is already past DBL_MAX */
+    if (x < -746.0) return 0.0;       /* below half the least subnormal */
+    double yl;
+    int k;
+    double y = exp_parts_f64(x, 0.0, &yl, &k);
+    return scale_f64(y, k);
+}
+
+float mica_exp_f32(float x) {
+    if (x != x) return nan_f32();
+    if (x > 89.0f) return inf_f32();
+    if (x < -104.0f) return 0.0f;
+    float yl;
+    int k;
+    float y = exp_parts_f32(x, 0.0f, &yl, &k);
+    return scale_f32(y, k);
+}
+
+/* ------------------------------------------------------------ log */
+
+#define SQRT2_F64 0x1.6a09e667f3bcdp+0
+#define SQRT2_F32 0x1.6a09e6p+0f
+
+/* log(2^k * (1+f)), 1+f in [sqrt2/2, sqrt2]:
+ * s = f/(2+f), log(1+f) = 2s + s*R(z), z = s^2, R(z) = z*(L1 + z*(L2 + ...)).
+ * With h = f*f/2 the identity 2s = f - s*f gives log(1+f) = f - (h - s*(h + R)),
+ * and k*ln2 joins in two parts: the small one before f, the large one last. */
+static double log_reduced_f64(double f, int k) {
+    double s = f / (2.0 + f);
+    double z = s * s;
+    double p = 0x1.2f05638d18115p-3;
+    p = 0x1.39a1bab75a498p-3 + z * p;
+    p = 0x1.74663ee862d48p-3 + z * p;
+    p = 0x1.c71c52095d99ep-3 + z * p;
+    p = 0x1.24924941f123cp-2 + z * p;
+    p = 0x1.999999997fdb8p-2 + z * p;
+    p = 0x1.5555555555592p-1 + z * p;
+    double R = z * p;
+    double h = (0.5 * f) * f;
+    double dk = (double)k;
+    return dk * LN2_HI_F64 - ((h - (s * (h + R) + dk * LN2_LO_F64)) - f);
+}
+
+static float log_reduced_f32(float f, int k) {
+    float s = f / (2.0f + f);
+    float z = s * s;
+    float p = 0x1.e2f664p-3f;
+    p = 0x1.2438d8p-2f + z * p;
+    p = 0x1.999a7ap-2f + z * p;
+    p = 0x1.555554p-1f + z * p;
+    float R = z * p;
+    float h = (0.5f * f) * f;
+    float dk = (float)k;
+    return dk * LN2_HI_F32 - ((h - (s * (h + R) + dk * LN2_LO_F32)) - f);
+}
+
+double mica_log_f64(double x) {
+    if (x != x || x < 0.0) return nan_f64();
+    if (x == 0.0) return -inf_f64();
+    if (x == inf_f64()) return x;
+    int k = 0;
+    if (x < 0x1p-1022) { /* subnormal: make it normal first (exact) */
+        x = x * 0x1p54;
+        k = -54;
+    }
+    uint64_t u = bits_f64(x);
+    k = k + (int)(u >> 52) - 1023;
+    double m = from_bits_f64((u & 0x000fffffffffffffull) | 0x3ff0000000000000ull); /* [1, 2) */
+    if (m > SQRT2_F64) { /* keep m in [sqrt2/2, sqrt2] so |s| stays small */
+        m = m * 0.5;
+        k = k + 1;
+    }
+    return log_reduced_f64(m - 1.0, k); /* m - 1 is exact (Sterbenz) */
+}
+
+float mica_log_f32(float x) {
+    if (x != x || x < 0.0f) return nan_f32();
+    if (x == 0.0f) return -inf_f32();
+    if (x == inf_f32()) return x;
+    int k = 0;
+    if (x < 0x1p-126f) {
+        x = x * 0x1p25f;
+        k = -25;
+    }
+    uint32_t u = bits_f32(x);
+    k = k + (int)(u >> 23) - 127;
+    float m = from_bits_f32((u & 0x007fffffu) | 0x3f800000u);
+    if (m > SQRT2_F32) {
+        m = m * 0.5f;
+        k = k + 1;
+    }
+    return log_reduced_f32(m - 1.0f, k);
+}
+
+/* ------------------------------------------------------------ tanh */
+
+/* tanh(a), 0 <= a < 0.55: a + a^3*P(a^2). */
+static double tanh_small_f64(double a) {
+    double t = a * a;
+    double p = -0x1.47110a0ef7d05p-16;
+    p = 0x1.5d7459cdd09a5p-14 + t * p;
+    p = -0x1.e96fc5af94354p-13 + t * p;
+    p = 0x1.3483ae89f617ap-11 + t * p;
+    p = -0x1.7d8fd3ac866cp-10 + t * p;
+    p = 0x1.d6d29b96d2174p-9 + t * p;
+    p = -0x1.226e2f147a69dp-7 + t * p;
+    p = 0x1.664f485970a04p-6 + t * p;
+    p = -0x1.ba1ba1b97d88dp-5 + t * p;
+    p = 0x1.111111111079fp-3 + t * p;
+    p = -0x1.555555555554fp-2 + t * p;
+    return a + (a * t) * p;
+}
+
+static float tanh_small_f32(float a) {
+    float t = a * a;
+    float p = -0x1.9b3046p-8f;
+    p = 0x1.593d06p-6f + t * p;
+    p = -0x1.b9287ap-5f + t * p;
+    p = 0x1.110d26p-3f + t * p;
+    p = -0x1.55554ap-2f + t * p;
+    return a + (a * t) * p;
+}
+
+/* 2/(E + 1), E = exp(2a) = (m + ml)*2^k, 0.55 <= a <= 22 (scaling exact).
+ * d = E + 1 rounds; dl = (1 - (d - E)) + El restores 1 + E = d + dl, and
+ * 2/(d + dl) ~ t - t*dl/d. */
+static double tanh_tail_f64(double a) {
+    double ml;
+    int k;
+    double m = exp_parts_f64(a + a, 0.0, &ml, &k);
+    double E = scale_f64(m, k), El = scale_f64(ml, k);
+    double d = E + 1.0;
+    double dl = (1.0 - (d - E)) + El;
+    double t = 2.0 / d;
+    return t - (t * dl) / d;
+}
+
+static float tanh_tail_f32(float a) {
+    float ml;
+    int k;
+    float m = exp_parts_f32(a + a, 0.0f, &ml, &k);
+    float E = scale_f32(m, k), El = scale_f32(ml, k);
+    float d = E + 1.0f;
+    float dl = (1.0f - (d - E)) + El;
+    float t = 2.0f / d;
+    return t - (t * dl) / d;
+}
+
+/* Tiny |x| answers x itself (tanh x = x - x^3/3 rounds to x, and -0 stays -0);
+ * past 22 (f64) or 10 (f32) 2/(e^2x + 1) is below half an ulp of 1. */
+double mica_tanh_f64(double x) {
+    if (x != x) return nan_f64();
+    double a = x < 0.0 ? -x : x;
+    if (a < 0x1p-27) return x;
+    double y;
+    if (a < 0.55) y = tanh_small_f64(a);
+    else if (a > 22.0) y = 1.0;
+    else y = 1.0 - tanh_tail_f64(a);
+    return x < 0.0 ? -y : y;
+}
+
+float mica_tanh_f32(float x) {
+    if (x != x) return nan_f32();
+    float a = x < 0.0f ? -x : x;
+    if (a < 0x1p-12f) return x;
+    float y;
+    if (a < 0.55f) y = tanh_small_f32(a);
+    else if (a > 10.0f) y = 1.0f;
+    else y = 1.0f - tanh_tail_f32(a);
+    return x < 0.0f ? -y : y;
+}
+
+/* ------------------------------------------------------------ sigmoid */
+
+/* The two halves of a sigmoid, for a = ah + al <= 0 (al tiny beside one ulp
+ * of ah; 0 for a plain argument) and e = exp(a) <= 1:
+ *   big   = 1/(1 + e) = sigmoid(-a), in [0.5, 1], returned;
+ *   small = e/(1 + e) = sigmoid(a),  as *small * 2^k: the caller scales last.
+ * exp gives e = (m + ml)*2^k; d = 1 + e rounds but d + dl = 1 + e (+ ml's
+ * share), and q/(d + dl) ~ q - q*dl/d puts the lost bits back:
+ *   big = 1/d - (1/d)*dl/d,  small = m/d + (ml - (m/d)*dl)/d.
+ * Below -760 (-120 f32) e is 0 even after a caller's factor (at most e^15). */
+static double sigmoid_parts_f64(double ah, double al, double *small, int *k) {
+    double m = 0.0, ml = 0.0;
+    *k = 0;
+    if (ah >= -760.0) m = exp_parts_f64(ah, al, &ml, k);
+    double e = scale_f64(m, *k);
+    double d = 1.0 + e;
+    double dl = ((1.0 - d) + e) + scale_f64(ml, *k);
+    double big = 1.0 / d;
+    big = big - (big * dl) / d;
+    double sm = m / d;
+    *small = sm + (ml - sm * dl) / d;
+    return big;
+}
+
+static float sigmoid_parts_f32(float ah, float al, float *small, int *k) {
+    float m = 0.0f, ml = 0.0f;
+    *k = 0;
+    if (ah >= -120.0f) m = exp_parts_f32(ah, al, &ml, k);
+    float e = scale_f32(m, *k);
+    float d = 1.0f + e;
+    float dl = ((1.0f - d) + e) + scale_f32(ml, *k);
+    float big = 1.0f / d;
+    big = big - (big * dl) / d;
+    float sm = m / d;
+    *small = sm + (ml - sm * dl) / d;
+    return big;
+}
+
+/* exp only ever sees -|x|, so nothing overflows, and both halves are
+ * quotients no larger than 1, so the answer stays in [0, 1]. */
+double mica_sigmoid_f64(double x) {
+    if (x != x) return nan_f64();
+    double small;
+    int k;
+    double big = sigmoid_parts_f64(x >= 0.0 ? -x : x, 0.0, &small, &k);
+    return x >= 0.0 ? big : scale_f64(small, k);
+}
+
+float mica_sigmoid_f32(float x) {
+    if (x != x) return nan_f32();
+    float small;
+    int k;
+    float big = sigmoid_parts_f32(x >= 0.0f ? -x : x, 0.0f, &small, &k);
+    return x >= 0.0f ? big : scale_f32(small, k);
+}
+
+/* ------------------------------------------------------------ double-length products */
+
+/* Dekker/Veltkamp: with C = 2^27+1 (2^12+1 for float), a = hi + lo exactly,
+ * each half short enough that products of halves are exact; then
+ * a*b = p + e exactly (barring overflow and underflow), no fma needed. */
+static double two_prod_f64(double a, double b, double *e) {
+    double p = a * b;
+    double ta = 134217729.0 * a, tb = 134217729.0 * b;
+    double ah = ta - (ta - a), bh = tb - (tb - b);
+    double al = a - ah, bl = b - bh;
+    *e = (((ah * bh - p) + ah * bl) + al * bh) + al * bl;
+    return p;
+}
+
+static float two_prod_f32(float a, float b, float *e) {
+    float p = a * b;
+    float ta = 4097.0f * a, tb = 4097.0f * b;
+    float ah = ta - (ta - a), bh = tb - (tb - b);
+    float al = a - ah, bl = b - bh;
+    *e = (((ah * bh - p) + ah * bl) + al * bh) + al * bl;
+    return p;
+}
+
+/* Knuth: a + b = s + e exactly, whatever the magnitudes. */
+static double two_sum_f64(double a, double b, double *e) {
+    double s = a + b;
+    double bb = s - a;
+    *e = (a - (s - bb)) + (b - bb);
+    return s;
+}
+
+static float two_sum_f32(float a, float b, float *e) {
+    float s = a + b;
+    float bb = s - a;
+    *e = (a - (s - bb)) + (b - bb);
+    return s;
+}
+
+/* ------------------------------------------------------------ gelu */
+
+/* gelu(x) = 0.5*x*(1 + tanh(u)) = x*sigmoid(v), v = 2u = K*(x + C*x^3),
+ * K = 2*sqrt(2/pi), C = 0.044715, each constant as hi + lo. For x < 0,
+ * sigmoid(v) ~ e^v, and an error of d in v is a relative error of d in
+ * the answer: at x = -10, |v| = 87, so v is carried as vh + vl. */
+#define GELU_K_HI_F64 0x1.9884533d43651p+0
+#define GELU_K_LO_F64 -0x1.cbc0d30ebfd15p-54
+#define GELU_C_HI_F64 0x1.6e4e26d4801f7p-5
+#define GELU_C_LO_F64 0x1.441355475a31ap-59
+#define GELU_K3_F64 0x1.b6676bf7450fp-3 /* 3*K*C, for the derivative */
+#define GELU_K_HI_F32 0x1.988454p+0f
+#define GELU_K_LO_F32 -0x1.857936p-25f
+#define GELU_C_HI_F32 0x1.6e4e26p-5f
+#define GELU_C_LO_F32 0x1.a9003ep-30f
+#define GELU_K3_F32 0x1.b6676cp-3f
+
+static double gelu_arg_f64(double x, double *vl) {
+    double x2l, x2 = two_prod_f64(x, x, &x2l);
+    double x3l, x3 = two_prod_f64(x2, x, &x3l);
+    x3l = x3l + x2l * x;
+    double cl, c3 = two_prod_f64(GELU_C_HI_F64, x3, &cl);
+    cl = cl + (GELU_C_HI_F64 * x3l + GELU_C_LO_F64 * x3);
+    double wl, w = two_sum_f64(x, c3, &wl);
+    wl = wl + cl;
+    double v = two_prod_f64(GELU_K_HI_F64, w, vl);
+    *vl = *vl + (GELU_K_HI_F64 * wl + GELU_K_LO_F64 * w);
+    return v;
+}
+
+static float gelu_arg_f32(float x, float *vl) {
+    float x2l, x2 = two_prod_f32(x, x, &x2l);
+    float x3l, x3 = two_prod_f32(x2, x, &x3l);
+    x3l = x3l + x2l * x;
+    float cl, c3 = two_prod_f32(GELU_C_HI_F32, x3, &cl);
+    cl = cl + (GELU_C_HI_F32 * x3l + GELU_C_LO_F32 * x3);
+    float wl, w = two_sum_f32(x, c3, &wl);
+    wl = wl + cl;
+    float v = two_prod_f32(GELU_K_HI_F32, w, vl);
+    *vl = *vl + (GELU_K_HI_F32 * wl + GELU_K_LO_F32 * w);
+    return v;
+}
+
+/* Past x = 10 sigmoid(v) rounds to 1; below -25 (f64) / -12 (f32) it is 0.
+ * Those shortcuts answer the bits the full path would, and keep inf and
+ * the overflow of x^3 out of it. For v < 0, s = sigmoid(v) = small * 2^k
+ * and the product is scaled last. */
+double mica_gelu_f64(double x) {
+    if (x != x) return nan_f64();
+    if (x > 10.0) return x;
+    if (x < -25.0) return -0.0;
+    double vl, v = gelu_arg_f64(x, &vl);
+    double small;
+    int k;
+    if (v >= 0.0) return x * sigmoid_parts_f64(-v, -vl, &small, &k);
+    sigmoid_parts_f64(v, vl, &small, &k);
+    return scale_f64(x * small, k);
+}
+
+float mica_gelu_f32(float x) {
+    if (x != x) return nan_f32();
+    if (x > 10.0f) return x;
+    if (x < -12.0f) return -0.0f;
+    float vl, v = gelu_arg_f32(x, &vl);
+    float small;
+    int k;
+    if (v >= 0.0f) return x * sigmoid_parts_f32(-v, -vl, &small, &k);
+    sigmoid_parts_f32(v, vl, &small, &k);
+    return scale_f32(x * small, k);
+}
+
+/* d/dx x*sigmoid(v) = s + (x*v')*(s*sn), s = sigmoid(v), sn = sigmoid(-v) = 1 - s,
+ * v' = K + 3KC*x^2. (The tanh form 0.5*(1+t) + 0.5*x*(1-t^2)*u' is the
+ * same function: 1+t = 2s, 1-t^2 = 4*s*sn.) */
+double mica_gelu_grad_f64(double x) {
+    if (x != x) return nan_f64();
+    if (x > 10.0) return 1.0;
+    if (x < -25.0) return 0.0;
+    double vl, v = gelu_arg_f64(x, &vl);
+    double xdv = x * (GELU_K_HI_F64 + GELU_K3_F64 * (x * x));
+    double small;
+    int k;
+    if (v >= 0.0) {
+        double s = sigmoid_parts_f64(-v, -vl, &small, &k);
+        double sn = scale_f64(small, k);
+        return s + xdv * (s * sn);
+    }
+    double sn = sigmoid_parts_f64(v, vl, &small, &k);
+    return scale_f64(small + xdv * (small * sn), k);
+}
+
+float mica_gelu_grad_f32(float x) {
+    if (x != x) return nan_f32();
+    if (x > 10.0f) return 1.0f;
+    if (x < -12.0f) return 0.0f;
+    float vl, v = gelu_arg_f32(x, &vl);
+    float xdv = x * (GELU_K_HI_F32 + GELU_K3_F32 * (x * x));
+    float small;
+    int k;
+    if (v >= 0.0f) {
+        float s = sigmoid_parts_f32(-v, -vl, &small, &k);
+        float sn = scale_f32(small, k);
+        return s + xdv * (s * sn);
+    }
+    float sn = sigmoid_parts_f32(v, vl, &small, &k);
+    return scale_f32(small + xdv * (small * sn), k);
+}
+
+/* ------------------------------------------------------------ silu */
+
+/* silu(x) = x*sigmoid(x). Below -800 (f64) / -110 (f32) sigmoid(x) is 0 and
+ * the answer -0; the shortcut also keeps -inf*0 = nan out. */
+double mica_silu_f64(double x) {
+    if (x != x) return nan_f64();
+    if (x < -800.0) return -0.0;
+    double small;
+    int k;
+    if (x >= 0.0) return x * sigmoid_parts_f64(-x, 0.0, &small, &k);
+    sigmoid_parts_f64(x, 0.0, &small, &k);
+    return scale_f64(x * small, k);
+}
+
+float mica_silu_f32(float x) {
+    if (x != x) return nan_f32();
+    if (x < -110.0f) return -0.0f;
+    float small;
+    int k;
+    if (x >= 0.0f) return x * sigmoid_parts_f32(-x, 0.0f, &small, &k);
+    sigmoid_parts_f32(x, 0.0f, &small, &k);
+    return scale_f32(x * small, k);
+}
+
+/* d/dx x*sigmoid(x) = s*(1 + x*sn), s = sigmoid(x), sn = sigmoid(-x). Past
+ * 50 (f64) / 25 (f32) it rounds to 1 (and inf*0 would be nan). */
+double mica_silu_grad_f64(double x) {
+    if (x != x) return nan_f64();
+    if (x > 50.0) return 1.0;
+    if (x < -800.0) return -0.0;
+    double small;
+    int k;
+    if (x >= 0.0) {
+        double s = sigmoid_parts_f64(-x, 0.0, &small, &k);
+        return s * (1.0 + x * scale_f64(small, k));
+    }
+    double sn = sigmoid_parts_f64(x, 0.0, &small, &k);
+    return scale_f64(small * (1.0 + x * sn), k);
+}
+
+float mica_silu_grad_f32(float x) {
+    if (x != x) return nan_f32();
+    if (x > 25.0f) return 1.0f;
+    if (x < -110.0f) return -0.0f;
+    float small;
+    int k;
+    if (x >= 0.0f) {
+        float s = sigmoid_parts_f32(-x, 0.0f, &small, &k);
+        return s * (1.0f + x * scale_f32(small, k));
+    }
+    float sn = sigmoid_parts_f32(x, 0.0f, &small, &k);
+    return scale_f32(small * (1.0f + x * sn), k);
+}
+
+/* ------------------------------------------------------------ powi */
+
+/* Bits of |n| from the lowest: r = r*b when the bit is set, then b = b*b
+ * unless no bits remain. |INT64_MIN| is taken in unsigned arithmetic.
+ * A nan x answers the canonical nan (1 when n = 0). */
+double mica_powi_f64(double x, int64_t n) {
+    if (n == 0) return 1.0;
+    if (x != x) return nan_f64();
+    uint64_t m = n < 0 ? 0 - (uint64_t)n : (uint64_t)n;
+    double r = 1.0, b = x;
+    for (;;) {
+        if (m & 1) r = r * b;
+        m = m >> 1;
+        if (m == 0) break;
+        b = b * b;
+    }
+    return n < 0 ? 1.0 / r : r;
+}
+
+float mica_powi_f32(float x, int64_t n) {
+    if (n == 0) return 1.0f;
+    if (x != x) return nan_f32();
+    uint64_t m = n < 0 ? 0 - (uint64_t)n : (uint64_t)n;
+    float r = 1.0f, b = x;
+    for (;;) {
+        if (m & 1) r = r * b;
+        m = m >> 1;
+        if (m == 0) break;
+        b = b * b;
+    }
+    return n < 0 ? 1.0f / r : r;
+}

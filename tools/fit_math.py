@@ -1,0 +1,160 @@
+"""fit_math.py: the polynomial coefficients of runtime_c/mica_math.c.
+
+Takes nothing; prints, for every polynomial in mica_math.c, its coefficients
+as C hex-float literals (already rounded to the working precision) and the
+weighted error of the rounded polynomial. Run it to check or regenerate the
+constants:
+
+    python tools/fit_math.py
+
+Each fit is a minimax (Remez exchange) approximation of F(t) on [0, b] by
+p(t) = c0 + c1*t + ... (or a chosen set of powers), minimizing
+max |w(t) * (F(t) - p(t))|, computed in 160-bit mpmath arithmetic.
+"""
+
+import mpmath
+from mpmath import mp, mpf
+
+mp.prec = 160
+
+GRID = 3000
+
+
+def grid(a, b):
+    """Chebyshev-spaced sample points: dense near both ends, where extrema crowd."""
+    pts = []
+    for i in range(GRID + 1):
+        c = mpmath.cos(mpmath.pi * i / GRID)
+        pts.append(a + (b - a) * (1 - c) / 2)
+    return pts
+
+
+def solve_reference(f, w, powers, ref):
+    """p(t_j) + (-1)^j E / w(t_j) = F(t_j) at the n+1 reference points."""
+    n = len(powers)
+    A = mpmath.matrix(n + 1, n + 1)
+    rhs = mpmath.matrix(n + 1, 1)
+    for j, t in enumerate(ref):
+        for i, e in enumerate(powers):
+            A[j, i] = t**e
+        A[j, n] = (-1) ** j / w(t)
+        rhs[j] = f(t)
+    sol = mpmath.lu_solve(A, rhs)
+    return [sol[i] for i in range(n)], sol[n]
+
+
+def evaluate(coeffs, powers, t):
+    return mpmath.fsum(c * t**e for c, e in zip(coeffs, powers))
+
+
+def extrema(errs, pts, count):
+    """One extremum per run of constant sign; keep `count` consecutive runs around the largest."""
+    runs = []
+    for i, e in enumerate(errs):
+        if e == 0:
+            continue
+        s = e > 0
+        if runs and runs[-1][0] == s:
+            if abs(e) > abs(runs[-1][1]):
+                runs[-1] = (s, e, pts[i])
+        else:
+            runs.append((s, e, pts[i]))
+    while len(runs) > count:
+        # Drop the smaller end run: the survivors still alternate.
+        if abs(runs[0][1]) < abs(runs[-1][1]):
+            runs.pop(0)
+        else:
+            runs.pop()
+    return [r[2] for r in runs], max(abs(r[1]) for r in runs)
+
+
+def remez(f, w, powers, a, b, iterations=30):
+    pts = grid(a, b)
+    fv = [f(t) for t in pts]
+    wv = [w(t) for t in pts]
+    n = len(powers)
+    ref = [a + (b - a) * (1 - mpmath.cos(mpmath.pi * (j + 0.5) / (n + 1))) / 2 for j in range(n + 1)]
+    coeffs = None
+    for _ in range(iterations):
+        coeffs, level = solve_reference(f, w, powers, ref)
+        errs = [wt * (ft - evaluate(coeffs, powers, t)) for t, ft, wt in zip(pts, fv, wv)]
+        new_ref, worst = extrema(errs, pts, n + 1)
+        if len(new_ref) < n + 1:
+            break
+        ref = new_ref
+        if worst <= abs(level) * (1 + mpf(2) ** -20):
+            break
+    return coeffs
+
+
+def round_to(x, bits):
+    """Round an mpf to `bits` significant bits (53: double, 24: float)."""
+    m, e = mpmath.frexp(x)
+    return mpmath.ldexp(mpmath.nint(mpmath.ldexp(m, bits)), e - bits)
+
+
+def hexlit(x, bits):
+    v = float(round_to(x, bits))
+    h = v.hex()
+    mant, exp = h.split("p")
+    mant = mant.rstrip("0").rstrip(".") if "." in mant else mant
+    return mant + "p" + exp + ("f" if bits == 24 else "")
+
+
+def max_error(f, w, powers, coeffs, a, b):
+    pts = grid(a, b)
+    return max(abs(w(t) * (f(t) - evaluate(coeffs, powers, t))) for t in pts)
+
+
+def report(name, f, w, powers, a, b, bits):
+    coeffs = remez(f, w, powers, a, b)
+    rounded = [round_to(c, bits) for c in coeffs]
+    err = max_error(f, w, powers, rounded, a, b)
+    print(f"{name}: t in [0, {mpmath.nstr(b, 6)}], weighted error 2^{mpmath.nstr(mpmath.log(err, 2), 5)}")
+    for e, c in zip(powers, rounded):
+        print(f"    t^{e}: {hexlit(c, bits)}  /* {mpmath.nstr(c, 20)} */")
+
+
+# exp: x = k*ln2 + r, |r| <= ln2/2 (a little more: k is rounded from x/ln2).
+# R(r) = r*(e^r + 1)/(e^r - 1) = 2 + t*P(t), t = r^2. Weight t: the error of R itself.
+def exp_P(t):
+    if t == 0:
+        return mpf(1) / 6
+    r = mpmath.sqrt(t)
+    return (r * (mpmath.exp(r) + 1) / (mpmath.expm1(r)) - 2) / t
+
+
+# log: 1+f = (1+s)/(1-s), log(1+f) = 2s + s*R(z), z = s^2, 0 <= s <= 3-2*sqrt(2).
+def log_R(z):
+    if z == 0:
+        return mpf(0)
+    s = mpmath.sqrt(z)
+    return (mpmath.log((1 + s) / (1 - s)) - 2 * s) / s
+
+
+# tanh: tanh(x) = x + x^3 * P(x^2) for |x| <= 0.55. Weight: relative error of tanh.
+def tanh_P(t):
+    if t == 0:
+        return mpf(-1) / 3
+    x = mpmath.sqrt(t)
+    return (mpmath.tanh(x) / x - 1) / t
+
+
+def tanh_w(t):
+    if t == 0:
+        return mpf(0)
+    x = mpmath.sqrt(t)
+    return t * x / mpmath.tanh(x)
+
+
+R_MAX = mpf("0.3466")  # ln2/2 = 0.34657...
+S_MAX = 3 - 2 * mpmath.sqrt(2)
+TANH_SMALL = mpf("0.55")
+
+if __name__ == "__main__":
+    report("exp_f64 P", exp_P, lambda t: t, [0, 1, 2, 3, 4], 0, R_MAX**2, 53)
+    report("exp_f32 P", exp_P, lambda t: t, [0, 1], 0, R_MAX**2, 24)
+    report("log_f64 R", log_R, lambda z: mpf(1), [1, 2, 3, 4, 5, 6, 7], 0, S_MAX**2, 53)
+    report("log_f32 R", log_R, lambda z: mpf(1), [1, 2, 3, 4], 0, S_MAX**2, 24)
+    report("tanh_f64 P", tanh_P, tanh_w, list(range(11)), 0, TANH_SMALL**2, 53)
+    report("tanh_f32 P", tanh_P, tanh_w, list(range(5)), 0, TANH_SMALL**2, 24)
