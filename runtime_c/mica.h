@@ -258,4 +258,17 @@ MICA_DYNAMIC_MATH(double, f64)
 MICA_DYNAMIC_MATH(float, f32)
 #undef MICA_DYNAMIC_MATH
 
+#define MICA_LINALG(T, S)                                                         \
+    bool mica_solve_##S(mica_dyn_##S a, mica_dyn_##S b, mica_dyn_##S *x, int b_rank, int line); \
+    bool mica_invert_##S(mica_dyn_##S a, mica_dyn_##S *inverse, int line);          \
+    bool mica_cholesky_##S(mica_dyn_##S a, mica_dyn_##S *l, int line);              \
+    bool mica_qr_##S(mica_dyn_##S a, mica_dyn_##S *q, mica_dyn_##S *r, int line);
+MICA_LINALG(double, f64)
+MICA_LINALG(float, f32)
+#undef MICA_LINALG
+
+#include "mica_math.h"
+#include "mica_tape.h"
+#include "mica_ops.h"
+
 #endif /* MICA_H */

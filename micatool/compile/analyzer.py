@@ -13,7 +13,7 @@ import difflib
 from dataclasses import dataclass, field
 
 from ..diagnostics import Pos, Reporter, SourceFile
-from . import ast, builtins, shapes
+from . import ast, builtins, shapes, vocabulary  # noqa: F401  (vocabulary registers its checkers)
 from .symbols import (
     BuiltinSymbol,
     ConstSymbol,
@@ -72,7 +72,8 @@ def _predeclared() -> Scope:
     for name, t in SCALARS.items():
         scope.define(TypeSymbol(name, Pos(0, 0), t))
     for name in builtins.CHECKERS:
-        scope.define(BuiltinSymbol(name, Pos(0, 0)))
+        if ":" not in name:  # 'Max:reduce' is an overload, reached through Max
+            scope.define(BuiltinSymbol(name, Pos(0, 0)))
     scope.define(ConstSymbol("MaxInt", Pos(0, 0), INTEGER, 2**63 - 1))
     scope.define(ConstSymbol("Pi", Pos(0, 0), FLOAT64, 3.141592653589793))
     return scope
@@ -98,6 +99,7 @@ class Analyzer:
         self.window_reads: set[VarSymbol] = set()  # tracked roots read inside windows
         self.routine_reads: dict[RoutineSymbol, set[VarSymbol]] = {}
         self.gradient_uses: list[tuple[VarSymbol, Pos, str]] = []
+        self.writing: ast.Name | None = None
 
     def error(self, where, code: int, message: str) -> Type:
         pos = where if isinstance(where, Pos) else where.pos
@@ -511,7 +513,9 @@ class Analyzer:
         if root is None:
             self.expr(e)
             return self.error(e, 5001, f"cannot {action} this expression: it is not a variable, field or element")
+        self.writing = root  # writing a place is not reading it (see note_use)
         t = self.expr(e)
+        self.writing = None
         if isinstance(t, ErrorType):
             return ERROR
         symbol = root.symbol
@@ -589,7 +593,7 @@ class Analyzer:
         if isinstance(symbol, ShapeVarSymbol):
             return INTEGER
         if isinstance(symbol, VarSymbol):
-            self.note_read(symbol)
+            self.note_use(symbol, reading=self.writing is not e)
             return symbol.type
         if isinstance(symbol, RoutineSymbol | BuiltinSymbol):
             call = ast.Call(e.pos, ast.Name(e.pos, e.ident), [])
@@ -600,13 +604,15 @@ class Analyzer:
             return self.error(e, 4009, f"'{e.ident}' is a type, not a value")
         raise AssertionError(symbol)
 
-    def note_read(self, symbol: VarSymbol) -> None:
+    def note_use(self, symbol: VarSymbol, reading: bool) -> None:
+        """Remember which tracked places windows read: Gradient of any other is an error."""
         if not has_tracked(symbol.type):
             return
         if self.routine is not None:
             self.routine.touches_tracked = True
-            self.routine_reads[self.routine].add(symbol)
-        if self.tape_depth > 0:
+            if reading:
+                self.routine_reads[self.routine].add(symbol)
+        if self.tape_depth > 0 and reading:
             self.window_reads.add(symbol)
 
     def expr_Field(self, e: ast.Field, expected):

@@ -135,7 +135,7 @@ class CTypes:
 
     def define_tracked(self, t: Tracked) -> str:
         inner = self.name(t.inner)
-        name = f"{inner}__tracked" if not inner.startswith("mica_") or "__" in inner else f"{inner}_tracked"
+        name = f"{inner}_tracked" if isinstance(t.inner, Tensor) else f"mica_tracked_{SUFFIX[t.inner]}"
         self.definitions.append(f"typedef struct {{ {inner} v; mica_tag tag; }} {name};")
         return name
 

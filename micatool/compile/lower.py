@@ -22,10 +22,12 @@ import jinja2
 
 from .. import __version__
 from ..diagnostics import InternalError
-from . import ast
+from . import ast, lower_vocabulary  # noqa: F401  (lower_vocabulary registers its lowerers)
 from .analyzer import Analysis
 from .ctypes import CTypes, c_name
-from .lower_expr import CValue, ExprLowering, passed_by_pointer
+from .cvalue import CValue
+from .lower_expr import ExprLowering, passed_by_pointer
+from .lower_tape import TapeLowering
 from .symbols import RoutineSymbol, VarSymbol
 from .types import INTEGER_RANGES, Array, Record, Scalar, Tensor, Tracked, Type, needs_drop, plain, substitute
 
@@ -105,10 +107,11 @@ class Lowering:
 @dataclass
 class Loop:
     next_label: str
+    window_here: bool  # the loop runs inside this function's own tape window
     continued: bool = False
 
 
-class FunctionLowering(ExprLowering):
+class FunctionLowering(ExprLowering, TapeLowering):
     """One C function: the main body or one instance of a routine."""
 
     def __init__(self, lowering: Lowering, routine: RoutineSymbol | None, binding: dict, recording: bool):
@@ -124,7 +127,8 @@ class FunctionLowering(ExprLowering):
         self.counter = 0
         self.loops: list[Loop] = []
         self.uses_done = False
-        self.in_window = False
+        self.in_window = recording  # tracked operations record on the tape
+        self.window_here = False  # inside a window this function opened
         self.copied_params: set[VarSymbol] = set()
 
     # ============================================================ output
@@ -226,6 +230,8 @@ class FunctionLowering(ExprLowering):
         routine = self.routine
         params = [self.param_decl(p) for p in routine.params]
         result = self.ctype(routine.result) if routine.result is not None else "void"
+        if routine.result_var is not None and self.holds_node(routine.result_var):
+            result = "mica_node *"
         prototype = f"static {result} {name}({', '.join(params) or 'void'})"
         prologue = []
         for p in routine.params:
@@ -236,7 +242,8 @@ class FunctionLowering(ExprLowering):
                 prologue.append(f"{self.ctype(t)} {c_name(p.name)} = {copy};")
                 self.copied_params.add(p)
         if routine.result_var is not None:
-            prologue.append(f"{result} result = {self.zero(routine.result)};")
+            zero = "NULL" if self.holds_node(routine.result_var) else self.zero(routine.result)
+            prologue.append(f"{result} result = {zero};")
         for local in routine.locals:
             prologue.append(f"{self.ctype(local.type)} {c_name(local.name)} = {self.zero(local.type)};")
         for local in routine.locals:
@@ -264,6 +271,8 @@ class FunctionLowering(ExprLowering):
         t = self.concrete(p.type)
         ct = self.ctype(t)
         name = c_name(p.name)
+        if self.holds_node(p):
+            return f"mica_node *{name}"
         if p.by_address:
             return f"{ct} *{name}"
         if p.assigned and (passed_by_pointer(t) or needs_drop(t)):
@@ -345,7 +354,7 @@ class FunctionLowering(ExprLowering):
         self.line("}")
 
     def stmt_While(self, s: ast.While):
-        loop = Loop(self.fresh("mica_next"))
+        loop = Loop(self.fresh("mica_next"), self.window_here)
         self.line("for (;;) {")
         with self.indented():
             cond = self.condition(s.cond)
@@ -354,7 +363,7 @@ class FunctionLowering(ExprLowering):
         self.line("}")
 
     def stmt_Repeat(self, s: ast.Repeat):
-        loop = Loop(self.fresh("mica_next"))
+        loop = Loop(self.fresh("mica_next"), self.window_here)
         self.line("for (;;) {")
         with self.indented():
             self.loop_body(loop, lambda: self.stmts(s.body))
@@ -383,7 +392,7 @@ class FunctionLowering(ExprLowering):
             with self.indented():
                 self.line(f"for ({var.text} = {low};; {var.text}{step}) {{")
                 with self.indented():
-                    loop = Loop(self.fresh("mica_next"))
+                    loop = Loop(self.fresh("mica_next"), self.window_here)
                     self.loop_body(loop, lambda: self.stmt(s.body))
                     self.line(f"if ({var.text} == {high}) break;")
                 self.line("}")
@@ -399,14 +408,19 @@ class FunctionLowering(ExprLowering):
         return text
 
     def stmt_Break(self, s):
+        if not self.loops[-1].window_here:
+            self.leave_window()
         self.line("break;")
 
     def stmt_Continue(self, s):
         loop = self.loops[-1]
+        if not loop.window_here:
+            self.leave_window()
         loop.continued = True
         self.line(f"goto {loop.next_label};")
 
     def stmt_Exit(self, s):
+        self.leave_window()
         if self.routine is None:
             self.line("return;")
         else:

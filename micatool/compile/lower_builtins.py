@@ -183,14 +183,10 @@ def lower_min_max(f, call: ast.Call) -> CValue:
 @lowerer("Abs")
 def lower_abs(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
-    (v,) = _args(f, call)
-    if isinstance(t, Scalar) and t.is_integer:
-        x = f.materialize(v).text
-        return CValue(f"({x} < 0 ? mica_neg({x}, {call.pos.line}) : {x})", INTEGER)
-    if isinstance(t, Scalar):
-        fabs = "__builtin_fabsf" if SUFFIX[t] == "f32" else "__builtin_fabs"  # clears the sign bit: exact
-        return CValue(f"{fabs}({f.convert(v, t, call.pos.line).text})", t)
-    return LOWERERS["Abs:tensor"](f, call)
+    if not (isinstance(t, Scalar) and t.is_integer):
+        return LOWERERS["Abs:tensor"](f, call)  # floats, tensors and tracked values
+    x = f.materialize(_args(f, call)[0]).text
+    return CValue(f"({x} < 0 ? mica_neg({x}, {call.pos.line}) : {x})", INTEGER)
 
 
 @lowerer("Odd")

@@ -9,11 +9,12 @@ whoever receives it takes it (a move) or it is dropped at statement end.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ..diagnostics import InternalError
 from . import ast
 from .ctypes import SUFFIX, c_name
+from .cvalue import CValue, dtype_of
 from .symbols import ConstSymbol, RoutineSymbol, ShapeVarSymbol, TypeSymbol, VarSymbol
 from .types import (
     BOOLEAN,
@@ -32,14 +33,6 @@ from .types import (
     plain,
     substitute,
 )
-
-
-@dataclass
-class CValue:
-    text: str
-    type: Type
-    owned: bool = False  # a fresh heap-owning value: take it or drop it
-    lvalue: bool = False  # names storage: & and .e apply
 
 
 def float_literal(value: float, t: Scalar) -> str:
@@ -102,6 +95,8 @@ class ExprLowering:
 
     def untracked(self, v: CValue) -> CValue:
         """The plain value of a tracked place or result."""
+        if v.node:
+            return self.untracked_node(v)
         if isinstance(v.type, Tracked):
             return CValue(f"{v.text}.v", v.type.inner, lvalue=v.lvalue)
         return v
@@ -205,12 +200,15 @@ class ExprLowering:
                 return self.tensor_constant(symbol.value, self.concrete(symbol.type))
             return CValue(constant_text(symbol.value, symbol.type), symbol.type)
         if isinstance(symbol, VarSymbol):
-            return CValue(self.var_text(symbol), self.concrete(symbol.type), lvalue=True)
+            t = self.concrete(symbol.type)
+            if self.holds_node(symbol):
+                return CValue(self.var_text(symbol), t, node=True)
+            return CValue(self.var_text(symbol), t, lvalue=True)
         raise InternalError(f"cannot lower name {e.ident} -> {symbol}")
 
     def var_text(self, symbol: VarSymbol) -> str:
         name = c_name(symbol.name)
-        if symbol.role == "param" and symbol not in self.copied_params:
+        if symbol.role == "param" and symbol not in self.copied_params and not self.holds_node(symbol):
             if symbol.by_address or (passed_by_pointer(symbol.type)):
                 return f"(*{name})"
         return name
@@ -261,36 +259,31 @@ class ExprLowering:
                 raise InternalError(f"cannot index {base_type}")
         return base
 
-    def tensor_index(self, base: CValue, t: Tensor, indices: list[str], line: int) -> CValue:
-        """m[i, j] (an element) or m[i] (a row): row-major offsets, bounds checked."""
-        tracked = isinstance(base.type, Tracked)
-        values = f"{base.text}.v" if tracked else base.text
-        if t.is_dynamic:
-            extents = [f"{values}.rows", f"{values}.cols"][: t.rank]
-        else:
-            extents = [str(d) for d in t.shape]
+    def tensor_offset(self, values: str, t: Tensor, indices: list[str], line: int) -> str:
+        """Row-major offset of m[i, j, ...], each index bounds-checked."""
+        extents = [f"{values}.rows", f"{values}.cols"][: t.rank] if t.is_dynamic else [str(d) for d in t.shape]
         offset = ""
-        for k, (index, extent) in enumerate(zip(indices, extents)):
-            checked = f"mica_index({index}, 0, {extent} - 1, {line})"
-            stride = "*".join(extents[k + 1 :])
+        for k, index in enumerate(indices):
+            checked = f"mica_index({index}, 0, {extents[k]} - 1, {line})"
+            stride = "*".join(extents[k + 1:])
             term = f"{checked} * {stride}" if stride else checked
             offset = term if not offset else f"{offset} + {term}"
-        element = f"{values}.e[{offset}]"
-        if len(indices) == t.rank:
-            result = CValue(element, t.element, lvalue=base.lvalue)
-        elif t.is_dynamic:
-            result = CValue(f"mica_dyn_from_{SUFFIX[t.element]}(&{element}, {values}.cols, 1, {line})",
-                            Tensor(t.element, None, 1), owned=True)
-        else:
-            sub = t.with_shape(t.shape[len(indices):])
-            result = CValue(f"(*({self.types.name(sub)} *)&{element})", sub, lvalue=base.lvalue)
-        if tracked:
-            return self.tracked_part(base, result)
-        return result
+        return offset
 
-    def tracked_part(self, base: CValue, part: CValue) -> CValue:
-        """Outside a window, a part of a tracked value reads as a plain value."""
-        return part
+    def tensor_index(self, base: CValue, t: Tensor, indices: list[str], line: int) -> CValue:
+        """m[i, j] (an element) or m[i] (a row)."""
+        tracked = isinstance(base.type, Tracked)
+        part = t.element if len(indices) == t.rank else (
+            Tensor(t.element, None, t.rank - len(indices)) if t.is_dynamic else t.with_shape(t.shape[len(indices):]))
+        if tracked and self.in_window:
+            return self.record_part(base, t, self.tensor_offset("", t, indices, line), part)
+        values = f"{base.text}.v" if tracked else base.text
+        element = f"{values}.e[{self.tensor_offset(values, t, indices, line)}]"
+        if len(indices) == t.rank:
+            return CValue(element, part, lvalue=base.lvalue)
+        if t.is_dynamic:
+            return CValue(f"mica_dyn_from_{SUFFIX[t.element]}(&{element}, {values}.cols, 1, {line})", part, owned=True)
+        return CValue(f"(*({self.types.name(part)} *)&{element})", part, lvalue=base.lvalue)
 
     # ============================================================ operators
 
@@ -469,7 +462,8 @@ class ExprLowering:
 
     def routine_call(self, e: ast.Call, routine: RoutineSymbol) -> CValue:
         binding = {k: (self.binding[v] if isinstance(v, str) else v) for k, v in (e.binding or {}).items()}
-        name = self.lowering.instance(routine, binding, self.recording_call(routine))
+        recording = self.recording_call(routine)
+        name = self.lowering.instance(routine, binding, recording)
         # a by-pointer argument must not change under the callee's writes: copy it if they may
         written = {_root(arg.place) for arg in e.args if isinstance(arg, ast.AddressArg)} | routine.global_writes
         args = []
@@ -477,6 +471,9 @@ class ExprLowering:
             param_type = self.concrete(_bind(param.type, binding))
             if param.by_address:
                 args.append(f"&{self.place(arg.place).text}")
+                continue
+            if recording and isinstance(param_type, Tracked):
+                args.append(self.node(arg, dtype_of(param_type)))
                 continue
             value = self.argument(arg, param_type)
             aliased = _root(arg) in written and not value.owned
@@ -490,15 +487,15 @@ class ExprLowering:
                 args.append(self.borrow(value).text)
             else:
                 args.append(value.text)
-        result = plain(_bind(routine.result, binding)) if routine.result is not None else None
+        result = _bind(routine.result, binding) if routine.result is not None else None
         text = f"{name}({', '.join(args)})"
         if result is None:
             self.line(f"{text};")
             return CValue("", BOOLEAN)
-        return CValue(text, self.concrete(result), owned=needs_drop(result))
-
-    def recording_call(self, routine: RoutineSymbol) -> bool:
-        return False
+        result = self.concrete(result)
+        if recording and isinstance(result, Tracked):
+            return CValue(self.new_node(text), result, node=True)
+        return CValue(text, result, owned=needs_drop(result))
 
     def argument(self, arg: ast.Expr, param_type: Type) -> CValue:
         """A value argument, converted to its parameter's type."""

@@ -1,0 +1,45 @@
+/* mica_ops.c: the vocabulary for float64 and float32 (see mica_ops.inc),
+ * and the conversions between the two on the tape. */
+#include "mica.h"
+
+#include <string.h>
+
+#define T double
+#define S f64
+#define DTYPE MICA_F64
+#include "mica_ops.inc"
+#undef T
+#undef S
+#undef DTYPE
+
+#define T float
+#define S f32
+#define DTYPE MICA_F32
+#include "mica_ops.inc"
+#undef T
+#undef S
+#undef DTYPE
+
+/* float32(x) and float64(x) of a tracked value: the gradient converts back. */
+static void convert_backward(mica_node *out) {
+    mica_node *a = out->in[0];
+    if (a->dtype == MICA_F64) {
+        double *ga = mica_node_grad(a);
+        const float *g = mica_node_grad(out);
+        for (int64_t i = 0; i < out->count; i++) ga[i] += (double)g[i];
+    } else {
+        float *ga = mica_node_grad(a);
+        const double *g = mica_node_grad(out);
+        for (int64_t i = 0; i < out->count; i++) ga[i] += (float)g[i];
+    }
+}
+
+mica_node *mica_t_convert(mica_node *a, int dtype) {
+    if (a->dtype == dtype) return a;
+    mica_node *out = mica_node_new(dtype, a->rank, a->dims, "convert", convert_backward, a, NULL, NULL);
+    if (dtype == MICA_F64)
+        mica_convert_f64_f32(out->value, a->value, a->count);
+    else
+        mica_convert_f32_f64(out->value, a->value, a->count);
+    return out;
+}

@@ -1,0 +1,111 @@
+/* mica_ops.h: the vocabulary's kernels and tape nodes (mica_ops.inc), per float type. */
+#ifndef MICA_OPS_H
+#define MICA_OPS_H
+
+#include "mica_tape.h"
+
+#define MICA_OPS(T, S)                                                                                              \
+    T mica_pairwise_##S(const T *x, int64_t n, int64_t stride);                                                    \
+    T mica_sum_##S(const T *x, int64_t n);                                                                          \
+    T mica_mean_##S(const T *x, int64_t n);                                                                         \
+    T mica_max_##S(const T *x, int64_t n);                                                                          \
+    T mica_dot_##S(const T *a, const T *b, int64_t n);                                                              \
+    void mica_sum_rows_##S(T *out, const T *x, int64_t rows, int64_t cols);                                         \
+    void mica_outer_##S(T *out, const T *a, const T *b, int64_t m, int64_t n);                                      \
+    void mica_softmax_##S(T *out, const T *x, int64_t rows, int64_t cols);                                          \
+    void mica_causal_mask_##S(T *out, const T *x, int64_t batch, int64_t rows, int64_t cols);                      \
+    void mica_layernorm_##S(T *out, T *mean, T *rstd, const T *x, const T *gain, const T *bias, int64_t rows,      \
+                            int64_t cols);                                                                          \
+    void mica_rmsnorm_##S(T *out, T *rstd, const T *x, const T *gain, int64_t rows, int64_t cols);                  \
+    T mica_cross_entropy_##S(T *probs, const T *logits, const int64_t *targets, int64_t rows, int64_t cols,        \
+                             int line);                                                                             \
+    void mica_gather_##S(T *out, const T *table, const int64_t *ids, int64_t n, int64_t rows, int64_t cols,        \
+                         int line);                                                                                 \
+    void mica_conv2d_##S(T *out, const T *x, const T *k, int64_t batch, int64_t cin, int64_t h, int64_t w,         \
+                         int64_t cout, int64_t kh, int64_t kw);                                                     \
+    void mica_maxpool2d_##S(T *out, int64_t *where, const T *x, int64_t planes, int64_t h, int64_t w, int64_t size); \
+    void mica_avgpool2d_##S(T *out, const T *x, int64_t planes, int64_t h, int64_t w, int64_t size);               \
+    void mica_each_tanh_##S(T *out, const T *x, int64_t n);                                                         \
+    void mica_each_exp_##S(T *out, const T *x, int64_t n);                                                          \
+    void mica_each_log_##S(T *out, const T *x, int64_t n);                                                          \
+    void mica_each_sqrt_##S(T *out, const T *x, int64_t n);                                                         \
+    void mica_each_relu_##S(T *out, const T *x, int64_t n);                                                         \
+    void mica_each_gelu_##S(T *out, const T *x, int64_t n);                                                         \
+    void mica_each_silu_##S(T *out, const T *x, int64_t n);                                                         \
+    void mica_each_sigmoid_##S(T *out, const T *x, int64_t n);                                                      \
+    void mica_each_abs_##S(T *out, const T *x, int64_t n);                                                          \
+    mica_node *mica_t_sum_##S(mica_node *a);                                                                        \
+    mica_node *mica_t_mean_##S(mica_node *a);                                                                       \
+    mica_node *mica_t_max_##S(mica_node *a);                                                                        \
+    mica_node *mica_t_sum_rows_##S(mica_node *a);                                                                   \
+    mica_node *mica_t_add_##S(mica_node *a, mica_node *b);                                                          \
+    mica_node *mica_t_sub_##S(mica_node *a, mica_node *b);                                                          \
+    mica_node *mica_t_mul_##S(mica_node *a, mica_node *b);                                                          \
+    mica_node *mica_t_div_##S(mica_node *a, mica_node *b);                                                          \
+    mica_node *mica_t_add_rows_##S(mica_node *a, mica_node *row);                                                   \
+    mica_node *mica_t_sub_rows_##S(mica_node *a, mica_node *row);                                                   \
+    mica_node *mica_t_scale_##S(mica_node *a, T s);                                                                 \
+    mica_node *mica_t_divide_##S(mica_node *a, T s);                                                                \
+    mica_node *mica_t_shift_##S(mica_node *a, T s);                                                                 \
+    mica_node *mica_t_neg_##S(mica_node *a);                                                                        \
+    mica_node *mica_t_scale_by_##S(mica_node *a, mica_node *s);                                                     \
+    mica_node *mica_t_divide_by_##S(mica_node *a, mica_node *s);                                                    \
+    mica_node *mica_t_shift_by_##S(mica_node *a, mica_node *s);                                                     \
+    mica_node *mica_t_matmul_##S(mica_node *a, mica_node *b, int64_t m, int64_t k, int64_t n, int rank,            \
+                                 const int64_t *dims);                                                              \
+    mica_node *mica_t_bmm_##S(mica_node *a, mica_node *b, int64_t batch, int64_t m, int64_t k, int64_t n, int rank, \
+                              const int64_t *dims);                                                                 \
+    mica_node *mica_t_transpose_##S(mica_node *a);                                                                  \
+    mica_node *mica_t_dot_##S(mica_node *a, mica_node *b);                                                          \
+    mica_node *mica_t_outer_##S(mica_node *a, mica_node *b);                                                        \
+    mica_node *mica_t_part_##S(mica_node *a, int64_t offset, int rank, const int64_t *dims);                        \
+    mica_node *mica_t_tanh_##S(mica_node *a);                                                                       \
+    mica_node *mica_t_exp_##S(mica_node *a);                                                                        \
+    mica_node *mica_t_log_##S(mica_node *a);                                                                        \
+    mica_node *mica_t_sqrt_##S(mica_node *a);                                                                       \
+    mica_node *mica_t_relu_##S(mica_node *a);                                                                       \
+    mica_node *mica_t_gelu_##S(mica_node *a);                                                                       \
+    mica_node *mica_t_silu_##S(mica_node *a);                                                                       \
+    mica_node *mica_t_sigmoid_##S(mica_node *a);                                                                    \
+    mica_node *mica_t_abs_##S(mica_node *a);                                                                        \
+    mica_node *mica_t_softmax_##S(mica_node *a);                                                                    \
+    mica_node *mica_t_causal_mask_##S(mica_node *a);                                                                \
+    mica_node *mica_t_layernorm_##S(mica_node *x, mica_node *gain, mica_node *bias);                                \
+    mica_node *mica_t_rmsnorm_##S(mica_node *x, mica_node *gain);                                                   \
+    mica_node *mica_t_cross_entropy_##S(mica_node *logits, const int64_t *targets, int line);                      \
+    mica_node *mica_t_gather_##S(mica_node *table, const int64_t *ids, int64_t n, int rank, const int64_t *dims,   \
+                                 int line);                                                                         \
+    mica_node *mica_t_conv2d_##S(mica_node *x, mica_node *k, int64_t batch, int rank, const int64_t *dims);         \
+    mica_node *mica_t_maxpool2d_##S(mica_node *x, int64_t size, int rank, const int64_t *dims);                     \
+    mica_node *mica_t_avgpool2d_##S(mica_node *x, int64_t size, int rank, const int64_t *dims);
+MICA_OPS(double, f64)
+MICA_OPS(float, f32)
+#undef MICA_OPS
+
+mica_node *mica_t_convert(mica_node *a, int dtype);
+
+/* Scalar forms the math library does not provide; each is one exact operation. */
+static inline double mica_relu_f64(double x) { return x > 0 ? x : 0; }
+static inline float mica_relu_f32(float x) { return x > 0 ? x : 0; }
+static inline double mica_sqrt_f64(double x) { return __builtin_sqrt(x); }
+static inline float mica_sqrt_f32(float x) { return __builtin_sqrtf(x); }
+static inline double mica_abs_f64(double x) { return __builtin_fabs(x); }
+static inline float mica_abs_f32(float x) { return __builtin_fabsf(x); }
+
+/* Optimizer steps over n elements (the caller's storage); see mica_optim.c. */
+void mica_adam_step_f64(double *w, const double *g, double *m, double *v, int64_t n, int64_t t, double lr,
+                        double beta1, double beta2, double eps);
+void mica_adam_step_f32(float *w, const float *g, float *m, float *v, int64_t n, int64_t t, float lr, float beta1,
+                        float beta2, float eps);
+void mica_sgd_step_f64(double *w, const double *g, double *velocity, int64_t n, double lr, double momentum);
+void mica_sgd_step_f32(float *w, const float *g, float *velocity, int64_t n, float lr, float momentum);
+
+/* Randomness: SplitMix64 of (seed, counter); see mica_random.c. */
+void mica_seed(int64_t seed);
+void mica_normal_f64(double *x, int64_t n, double mean, double std);
+void mica_normal_f32(float *x, int64_t n, double mean, double std);
+void mica_uniform_f64(double *x, int64_t n, double low, double high);
+void mica_uniform_f32(float *x, int64_t n, double low, double high);
+int64_t mica_random_int(int64_t n, int line);
+
+#endif /* MICA_OPS_H */

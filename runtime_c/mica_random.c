@@ -1,0 +1,97 @@
+/* mica_random.c: seeded, counter-based randomness, the same bits everywhere.
+ *
+ * Draw number c after Seed(s) is SplitMix64's output for the state
+ * key(s) + c * 0x9E3779B97F4A7C15, where key(s) is SplitMix64's output for s.
+ * A program that never calls Seed runs as after Seed(0).
+ *   Uniform: u = (bits >> 11) * 2^-53 in [0, 1); x = low + (high - low) * u.
+ *   Normal: Box-Muller with two draws, u1 = ((bits >> 11) + 0.5) * 2^-53 in
+ *     (0, 1) and u2 in [0, 1): z = sqrt(-2 log u1) * cos(2 pi u2), computed in
+ *     float64 with Mica's own log and the cosine below; x = mean + std * z.
+ *   RandomInt(n): Lemire's multiply-and-reject, uniform on 0..n-1.
+ * float32 tensors take the float64 values rounded to float32.
+ */
+#include "mica.h"
+
+#define GAMMA 0x9E3779B97F4A7C15ull
+
+static uint64_t mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static struct {
+    uint64_t key, counter;
+    bool seeded;
+} rng;
+
+void mica_seed(int64_t seed) {
+    rng.key = mix((uint64_t)seed + GAMMA);
+    rng.counter = 0;
+    rng.seeded = true;
+}
+
+static uint64_t draw(void) {
+    if (!rng.seeded) mica_seed(0);
+    return mix(rng.key + rng.counter++ * GAMMA);
+}
+
+static double uniform01(void) {
+    return (double)(draw() >> 11) * 0x1.0p-53;
+}
+
+/* cos(2 pi u) for u in [0, 1): the quadrant comes from u exactly, the rest
+ * from Taylor series of sin and cos on [0, pi/2] evaluated by Horner. */
+static double cos_2pi(double u) {
+    double quarters = u * 4;
+    int quadrant = (int)quarters;
+    double t = (quarters - quadrant) * 1.5707963267948966;
+    double t2 = t * t;
+    double s = 1, c = 1;
+    for (int k = 23; k >= 3; k -= 2) s = 1 - s * t2 / ((double)k * (double)(k - 1));
+    s = s * t;
+    for (int k = 22; k >= 2; k -= 2) c = 1 - c * t2 / ((double)k * (double)(k - 1));
+    switch (quadrant & 3) {
+    case 0: return c;
+    case 1: return -s;
+    case 2: return -c;
+    default: return s;
+    }
+}
+
+static double standard_normal(void) {
+    double u1 = ((double)(draw() >> 11) + 0.5) * 0x1.0p-53;
+    double u2 = uniform01();
+    return mica_sqrt_f64(-2 * mica_log_f64(u1)) * cos_2pi(u2);
+}
+
+void mica_normal_f64(double *x, int64_t n, double mean, double std) {
+    for (int64_t i = 0; i < n; i++) x[i] = mean + std * standard_normal();
+}
+
+void mica_normal_f32(float *x, int64_t n, double mean, double std) {
+    for (int64_t i = 0; i < n; i++) x[i] = (float)(mean + std * standard_normal());
+}
+
+void mica_uniform_f64(double *x, int64_t n, double low, double high) {
+    for (int64_t i = 0; i < n; i++) x[i] = low + (high - low) * uniform01();
+}
+
+void mica_uniform_f32(float *x, int64_t n, double low, double high) {
+    for (int64_t i = 0; i < n; i++) x[i] = (float)(low + (high - low) * uniform01());
+}
+
+int64_t mica_random_int(int64_t n, int line) {
+    if (n <= 0) mica_trapf(line, "RandomInt(%lld): the bound must be positive", (long long)n);
+    uint64_t bound = (uint64_t)n;
+    __uint128_t m = (__uint128_t)draw() * bound;
+    uint64_t low = (uint64_t)m;
+    if (low < bound) {
+        uint64_t threshold = -bound % bound;
+        while (low < threshold) {
+            m = (__uint128_t)draw() * bound;
+            low = (uint64_t)m;
+        }
+    }
+    return (int64_t)(m >> 64);
+}
