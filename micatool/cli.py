@@ -36,6 +36,13 @@ def cmd_emit_c(args) -> int:
     return 0
 
 
+def cmd_explain(args) -> int:
+    from .compile.places import explain_table
+
+    sys.stdout.write(explain_table(front_end(_source(args.program))))
+    return 0
+
+
 def _build_binary(program: str, target: targets.Target, tier: str, output: Path | None) -> Path:
     from .link import build
 
@@ -64,6 +71,7 @@ COMMANDS = {
     "build": (cmd_build, "build a static binary"),
     "run": (cmd_run, "build for this machine and run, passing the arguments after --"),
     "emit-c": (cmd_emit_c, "print the C the compiler generates"),
+    "explain": (cmd_explain, "list every tracked place: canonical path, type, element count"),
 }
 
 

@@ -766,6 +766,9 @@ class Analyzer:
                 return self.error(e.right, 4018, "division by zero")
             return INTEGER
         tracked = is_tracked(lt) or is_tracked(rt)
+        if tracked and any(isinstance(p, Tensor) and p.is_dynamic for p in (lp, rp)):
+            return self.error(e, 5109, f"'{op}' cannot join a tracked value with the dynamic tensor '{lp if lp.is_dynamic else rp}'; "
+                                       "give it a static shape")
         if isinstance(lp, Scalar) and isinstance(rp, Scalar):
             if op == "+" and lp == STRING and rp == STRING:
                 return STRING
