@@ -249,8 +249,10 @@ class Analyzer:
                         reach.add(callee)
                         frontier.append(callee)
             opener = next((r for r in reach if r.has_tape), None)
-            if opener is not None:
-                self.error(pos, 5105, f"'{routine.name}' opens a tape window (in '{opener.name}'), and windows do not nest")
+            if opener is routine:
+                self.error(pos, 5105, f"'{routine.name}' opens a tape window, and windows do not nest")
+            elif opener is not None:
+                self.error(pos, 5105, f"'{routine.name}' calls '{opener.name}', which opens a tape window, and windows do not nest")
         for r in inside:
             self.window_reads |= self.routine_reads.get(r, set())
         return {r for r in inside if r.touches_tracked}

@@ -1,0 +1,164 @@
+"""The tape's semantics: windows, leaves, tying, re-adoption, Backward and Gradient.
+
+Each case is a small Mica program whose printed gradients are exact (powers of
+two and small integers), so the expected text is the mathematics itself.
+"""
+
+from __future__ import annotations
+
+import resource
+import subprocess
+
+import pytest
+
+from helpers import EXAMPLES, build, build_text, run, run_text
+
+from micatool.cli import main
+
+
+def program(body: str, decls: str = "") -> str:
+    return f"program T;\n{decls}\nbegin\n{body}\nend.\n"
+
+
+def test_gradients_of_a_product_of_scalars(tmp_path):
+    text = program(
+        "x := 3.0; y := 2.0;\n"
+        "tape l := x * x * y + 4.0 * y - x / 2.0; end;\n"
+        "Backward(l);\n"
+        "WriteLn(l, ' ', Gradient(x), ' ', Gradient(y));",
+        "var x, y, l : tracked float64;")
+    assert run_text(tmp_path, text).stdout == "24.5 11.5 13.0\n"
+
+
+def test_weight_tying_sums_both_uses(tmp_path):
+    text = program(
+        "w := [[1.0, 2.0], [3.0, 4.0]]; a := [1.0, 0.0]; b := [0.0, 2.0];\n"
+        "tape l := Sum(w * a) + Sum(w * b); end;\n"
+        "Backward(l);\n"
+        "WriteLn(Gradient(w));",
+        "var w : tracked matrix[2, 2] of float64; a, b : vector[2] of float64; l : tracked float64;")
+    assert run_text(tmp_path, text).stdout == "1.0 2.0 1.0 2.0\n"
+
+
+def test_gradient_answers_for_the_value_first_read(tmp_path):
+    text = program(
+        "h := [1.0, 2.0];\n"
+        "tape h := 3.0 * h; h := 2.0 * h; l := Sum(h); end;\n"
+        "Backward(l);\n"
+        "WriteLn(h, ' ', Gradient(h));",
+        "var h : tracked vector[2] of float64; l : tracked float64;")
+    assert run_text(tmp_path, text).stdout == "6.0 12.0 6.0 6.0\n"
+
+
+def test_routines_take_and_return_tracked_values(tmp_path):
+    decls = ("var w : tracked matrix[2, 2] of float64; x : vector[2] of float64; l : tracked float64;\n"
+             "function Layer(m : tracked matrix[2, 2] of float64; v : vector[2] of float64) : tracked vector[2] of float64;\n"
+             "begin\n  result := Tanh(m * v) * 0.0 + m * v;\nend;\n")
+    text = program(
+        "w := [[1.0, 0.0], [0.0, 1.0]]; x := [1.0, 2.0];\n"
+        "tape l := Sum(Layer(w, x)); end;\n"
+        "Backward(l);\n"
+        "WriteLn(Gradient(w), ' ', Layer(w, x));", decls)
+    assert run_text(tmp_path, text).stdout == "1.0 2.0 1.0 2.0 1.0 2.0\n"
+
+
+def test_plain_assignment_readopts_a_fresh_leaf(tmp_path):
+    text = program(
+        "x := 1.0;\n"
+        "tape l := 5.0 * x; end;\n"
+        "Backward(l);\n"
+        "Write(Gradient(x), ' ');\n"
+        "x := 10.0;\n"
+        "tape l := x * x; end;\n"
+        "Backward(l);\n"
+        "WriteLn(Gradient(x));",
+        "var x, l : tracked float64;")
+    assert run_text(tmp_path, text).stdout == "5.0 20.0\n"
+
+
+def test_a_place_the_window_did_not_read_has_zero_gradient(tmp_path):
+    text = program(
+        "x := 1.0; y := 2.0;\n"
+        "tape l := 3.0 * y; end;\n"
+        "Backward(l);\n"
+        "tape l := 3.0 * x; end;\n"
+        "Backward(l);\n"
+        "WriteLn(Gradient(x), ' ', Gradient(y));",
+        "var x, y, l : tracked float64;")
+    assert run_text(tmp_path, text).stdout == "3.0 0.0\n"
+
+
+def test_loops_and_branches_in_a_window_record_what_ran(tmp_path):
+    text = program(
+        "x := 2.0; p := x;\n"
+        "tape\n  for k := 1 to 3 do\n    if k <> 2 then p := p * x;\n  l := p;\nend;\n"
+        "Backward(l);\n"
+        "WriteLn(l, ' ', Gradient(x), ' ', Gradient(p));",
+        "var x, p, l : tracked float64; k : integer;")
+    assert run_text(tmp_path, text).stdout == "8.0 8.0 4.0\n"  # p is its own leaf: l = p0 * x * x
+
+
+def test_leaving_a_window_early_closes_it(tmp_path):
+    text = program(
+        "x := 1.0;\n"
+        "for k := 1 to 3 do\nbegin\n  tape\n    l := x * k;\n    if k = 2 then break;\n  end;\nend;\n"
+        "Backward(l);\n"
+        "tape l := 7.0 * x; end;\n"
+        "Backward(l);\n"
+        "WriteLn(Gradient(x));",
+        "var x, l : tracked float64; k : integer;")
+    assert run_text(tmp_path, text).stdout == "7.0\n"
+
+
+RUNTIME_MISUSE = {
+    "gradient before backward": ("x := 1.0;\ntape l := x * x; end;\nWriteLn(Gradient(x));", 6,
+                                 "Gradient(x) before Backward of the last tape window"),
+    "backward twice": ("x := 1.0;\ntape l := x * x; end;\nBackward(l);\nBackward(l);", 7,
+                       "Backward(l): this window's gradients were already computed"),
+    "stale loss": ("x := 1.0;\ntape l := x * x; end;\ntape m := x; end;\nBackward(l);", 7,
+                   "Backward(l): the last tape window did not compute 'l'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RUNTIME_MISUSE))
+def test_misuse_at_run_time_traps_with_the_line(tmp_path, case):
+    body, line, message = RUNTIME_MISUSE[case]
+    result = run(build_text(tmp_path, program(body, "var x, l, m : tracked float64;"), name="t.mica"))
+    assert (result.returncode, result.stderr) == (1, f"t.mica:{line}: {message}\n")
+
+
+def test_a_long_training_loop_runs_in_constant_memory(tmp_path):
+    def peak_kib(steps: int) -> int:
+        text = program(
+            f"w := [[0.5, 0.1], [0.2, 0.3]];\nfor k := 1 to {steps} do\nbegin\n"
+            "  tape l := Sum(Tanh(w * w) * [1.0, 2.0]); end;\n  Backward(l);\n"
+            "  w := w - 0.01 * Gradient(w);\nend;\nWriteLn(l:0:6);",
+            "var w : tracked matrix[2, 2] of float64; l : tracked float64; k : integer;")
+        binary = build_text(tmp_path, text, name=f"loop{steps}.mica")
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        subprocess.run([str(binary)], check=True, capture_output=True)
+        return max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before)
+
+    small, large = peak_kib(100), peak_kib(100_000)
+    assert large < small + 1024  # 1000x the steps, not 1 MiB more
+
+
+def test_explain_lists_every_tracked_place(capsys):
+    assert main(["explain", str(EXAMPLES / "TrackedRecords" / "TrackedRecords.mica")]) == 0
+    assert capsys.readouterr().out == (
+        "path         type                             elements\n"
+        "blocks[0].w  tracked matrix[2, 2] of float64         4\n"
+        "blocks[1].w  tracked matrix[2, 2] of float64         4\n"
+        "h            tracked vector[2] of float64            2\n"
+        "l            tracked float64                         1\n"
+        "p            tracked vector[2] of float64            2\n"
+        "5 tracked places, 13 parameters\n")
+
+
+def test_trackedrecords_matches_seed_000():
+    out = run(build(EXAMPLES / "TrackedRecords" / "TrackedRecords.mica")).stdout
+    assert "loss = 6.000000\n" in out
+    assert "w0 after the step = 0.900000 -0.111111 -0.100000 0.888889\n" in out
+    assert "w1 after the step = 1.916667 -0.100000 -0.083333 1.900000\n" in out
+    assert "loss after the step = 4.262593\n" in out
+    assert "sgd over the elements = 0.875000 1.750000 2.875000 3.750000\n" in out
