@@ -240,7 +240,7 @@ def check_conv2d(a, call, expected):
         return a.error(call, 4021, f"Conv2d needs one element type, found '{x}' and '{k}'")
     if ks[1] != channels or ks[2] > h or ks[3] > w:
         return a.error(call, 6015, f"Conv2d kernel '{k}' does not fit input '{x}': the kernel reads {ks[1]} channels "
-                                   f"of at most {h}x{w}, the input has {channels} channels of {h}x{w}")
+                                   f"through a {ks[2]}x{ks[3]} window; the input has {channels} of {h}x{w}")
     touch(a, x, k)
     shape = xs[:-3] + (ks[0], h - ks[2] + 1, w - ks[3] + 1)
     return tracked_if(plain(x).with_shape(shape), x, k)
