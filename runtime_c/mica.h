@@ -216,7 +216,7 @@ void mica_gemm_f64(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
     void mica_neg_##S(T *out, const T *a, int64_t n);                                              \
     void mica_matmul_##S(T *out, const T *a, const T *b, int64_t m, int64_t k, int64_t n);         \
     void mica_bmm_##S(T *out, const T *a, const T *b, int64_t batch, int64_t m, int64_t k, int64_t n); \
-    void mica_transpose_##S(T *out, const T *a, int64_t rows, int64_t cols);                       \
+    void mica_transpose_##S(T *out, const T *a, int64_t batch, int64_t rows, int64_t cols);        \
     void mica_convert_##S##_f64(T *out, const double *a, int64_t n);                               \
     void mica_convert_##S##_f32(T *out, const float *a, int64_t n);
 MICA_KERNELS(double, f64)

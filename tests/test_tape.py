@@ -162,3 +162,16 @@ def test_trackedrecords_matches_seed_000():
     assert "w1 after the step = 1.916667 -0.100000 -0.083333 1.900000\n" in out
     assert "loss after the step = 4.262593\n" in out
     assert "sgd over the elements = 0.875000 1.750000 2.875000 3.750000\n" in out
+
+
+def test_broadcast_over_leading_dimensions_and_batched_transpose(tmp_path):
+    text = program(
+        "t := [[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [[7.0, 8.0, 9.0], [10.0, 11.0, 12.0]]];\n"
+        "p := [[0.5, 0.5, 0.5], [1.0, 1.0, 1.0]];\n"
+        "s := Transpose(t);\n"
+        "tape l := Sum(Mul(Transpose(t + p), s)); end;\n"
+        "Backward(l);\n"
+        "WriteLn(Gradient(p));\nWriteLn(Gradient(t));",
+        "var t : tracked tensor[2, 2, 3] of float64; p : tracked matrix[2, 3] of float64;\n"
+        "    l : tracked float64; s : tensor[2, 3, 2] of float64;")
+    assert run_text(tmp_path, text).stdout == "8.0 10.0 12.0 14.0 16.0 18.0\n1.0 2.0 3.0 4.0 5.0 6.0 7.0 8.0 9.0 10.0 11.0 12.0\n"

@@ -376,11 +376,15 @@ def check_transpose(a, call, expected):
     if not arity(a, call, 1):
         return ERROR
     (t,) = values(a, call)
-    if isinstance(t, ErrorType) or not tensor_arg(a, call, call.args[0], t, 2):
+    if isinstance(t, ErrorType) or not tensor_arg(a, call, call.args[0], t):
         return ERROR
     p = plain(t)
+    if p.rank < 2:
+        return wrong(a, call, call.args[0], t, "a matrix, or a tensor whose last two dimensions swap")
     a.note_tracked_op(t)
-    result = Tensor(p.element, None, 2, p.on_gpu) if p.is_dynamic else p.with_shape((p.shape[1], p.shape[0]))
+    if p.is_dynamic:
+        return Tensor(p.element, None, 2, p.on_gpu)
+    result = p.with_shape(p.shape[:-2] + (p.shape[-1], p.shape[-2]))
     return Tracked(result) if is_tracked(t) else result
 
 

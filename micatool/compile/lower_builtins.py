@@ -211,8 +211,9 @@ def lower_transpose(f, call: ast.Call) -> CValue:
     if t.is_dynamic:
         return CValue(f"mica_dyn_transpose_{suffix}({f.borrow(v).text}, {call.pos.line})", t, owned=True)
     source = plain(v.type)
+    rows, cols = source.shape[-2:]
     out = f.declare_uninitialized(t)
-    f.line(f"mica_transpose_{suffix}({out}.e, {f.data(v)}, {source.shape[0]}, {source.shape[1]});")
+    f.line(f"mica_transpose_{suffix}({out}.e, {f.data(v)}, {source.count // (rows * cols)}, {rows}, {cols});")
     return CValue(out, t, lvalue=True)
 
 

@@ -396,8 +396,8 @@ class ExprLowering:
             self.line(self.product_call(suffix, out, a, b, lt, rt))
         elif lt.shape == rt.shape:
             self.line(f"mica_{'add' if op == '+' else 'sub'}_{suffix}({out}.e, {a}, {b}, {t.count});")
-        else:
-            cols = lt.shape[-1]
+        else:  # b repeats at every leading index of a
+            cols = rt.count
             self.line(f"mica_{'add' if op == '+' else 'sub'}_rows_{suffix}({out}.e, {a}, {b}, {lt.count // cols}, {cols});")
         return CValue(out, t, lvalue=True)
 

@@ -57,17 +57,20 @@ def product(a: Tensor, b: Tensor) -> Tensor:
 
 
 def elementwise(a: Tensor, b: Tensor, op: str) -> Tensor:
-    """a + b and a - b: equal shapes, or a vector added to every row of its left operand."""
+    """a + b and a - b: equal shapes, or b's shape ending a's, added at every leading index
+    (a vector to every row of a matrix, a matrix[T, C] to every matrix of a tensor[B, T, C])."""
     sa, sb = dims(a), dims(b)
     dynamic = a.is_dynamic or b.is_dynamic
     if len(sa) == len(sb):
         if all(same_dim(x, y) for x, y in zip(sa, sb)):
             return result_tensor(a, sa, dynamic)
         raise ShapeMismatch("the shapes differ")
-    if len(sb) == 1 and len(sa) > 1:
-        if same_dim(sa[-1], sb[0]):
+    if len(sb) < len(sa) and (len(sb) == 1 or not dynamic):
+        if all(same_dim(x, y) for x, y in zip(sa[-len(sb):], sb)):
             return result_tensor(a, sa, dynamic)
-        raise ShapeMismatch(f"a vector of length {sb[0]} cannot be added to rows of length {sa[-1]}")
+        if len(sb) == 1:
+            raise ShapeMismatch(f"a vector of length {sb[0]} cannot be added to rows of length {sa[-1]}")
+        raise ShapeMismatch(f"the right side's shape {list(sb)} does not end the left side's {list(sa)}")
     raise ShapeMismatch("the shapes differ")
 
 
