@@ -271,4 +271,25 @@ MICA_LINALG(float, f32)
 #include "mica_tape.h"
 #include "mica_ops.h"
 
+/* ------------------------------------------------------------ checkpoints */
+
+/* Element types a checkpoint stores (the tape's MICA_F32 and MICA_F64 first). */
+enum { MICA_I64 = 2, MICA_I32 = 3, MICA_I8 = 4, MICA_U8 = 5, MICA_BOOL = 6 };
+
+/* One tensor of a checkpoint: its canonical path, element type, shape and storage. */
+typedef struct {
+    const char *name;
+    int dtype;
+    int rank;
+    int64_t dims[MICA_MAX_RANK];
+    void *data;           /* static storage */
+    int64_t *rows, *cols; /* a dynamic tensor's extents, NULL for static storage */
+    void **elements;      /* a dynamic tensor's storage */
+    mica_tag *tag;        /* a tracked place, re-adopted once loaded */
+} mica_entry;
+
+void mica_save(mica_string path, mica_entry *entries, int64_t count, int line);
+/* false (after saying why on stderr) when the file is refused; traps instead when must */
+bool mica_load(mica_string path, mica_entry *entries, int64_t count, bool must, int line);
+
 #endif /* MICA_H */

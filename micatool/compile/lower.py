@@ -130,6 +130,7 @@ class FunctionLowering(ExprLowering, TapeLowering):
         self.in_window = recording  # tracked operations record on the tape
         self.window_here = False  # inside a window this function opened
         self.copied_params: set[VarSymbol] = set()
+        self.discarded: ast.Call | None = None
 
     # ============================================================ output
 
@@ -335,6 +336,7 @@ class FunctionLowering(ExprLowering, TapeLowering):
 
     def stmt_CallStmt(self, s: ast.CallStmt):
         with self.statement_scope():
+            self.discarded = s.call  # a Load whose answer nobody reads traps when refused
             result = self.call(s.call)
             if result is not None and result.text:
                 if result.owned:

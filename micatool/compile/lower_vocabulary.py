@@ -404,3 +404,53 @@ def lower_linear_algebra(f, call: ast.Call) -> CValue:
     if name == "solve":
         ranks = f", {plain(f.concrete(call.args[1].ty)).rank}"
     return CValue(f"mica_{name}_{SUFFIX[element_type]}({', '.join(args)}{ranks}, {call.pos.line})", Scalar("boolean"))
+
+
+# ---------------------------------------------------------------- checkpoints
+
+DTYPES = {"float32": "MICA_F32", "float64": "MICA_F64", "integer": "MICA_I64", "int32": "MICA_I32",
+          "int8": "MICA_I8", "uint8": "MICA_U8", "boolean": "MICA_BOOL"}
+
+
+def checkpoint_entries(f, path: str, place: str, t: Type, tag: str = "NULL") -> list[str]:
+    """C initializers of mica_entry for every leaf inside the place."""
+    from .ctypes import c_name
+    from .types import Array, Record
+
+    if isinstance(t, Tracked):
+        return checkpoint_entries(f, path, f"{place}.v", t.inner, f"&{place}.tag")
+    name = f'"{path}"'
+    if isinstance(t, Scalar):
+        return [f"{{{name}, {DTYPES[t.name]}, 0, {{0}}, &{place}, NULL, NULL, NULL, {tag}}}"]
+    if isinstance(t, Tensor) and t.is_dynamic:
+        return [f"{{{name}, {DTYPES[t.element.name]}, {t.rank}, {{0}}, NULL, &{place}.rows, &{place}.cols, "
+                f"(void **)&{place}.e, {tag}}}"]
+    if isinstance(t, Tensor):
+        dims = ", ".join(str(d) for d in t.shape)
+        return [f"{{{name}, {DTYPES[t.element.name]}, {t.rank}, {{{dims}}}, {place}.e, NULL, NULL, NULL, {tag}}}"]
+    if isinstance(t, Record):
+        return [e for field, ft in t.fields for e in checkpoint_entries(f, f"{path}.{field}", f"{place}.{c_name(field)}", ft)]
+    return [e for i in range(t.low, t.high + 1)
+            for e in checkpoint_entries(f, f"{path}[{i}]", f"{place}.e[{i - t.low}]", t.element)]
+
+
+@lowerer("Save", "Load")
+def lower_checkpoint(f, call: ast.Call) -> CValue:
+    from .vocabulary import place_path
+
+    path = f.borrow(f.value(call.args[0])).text
+    entries = []
+    for arg in call.args[1:]:
+        entries += checkpoint_entries(f, place_path(arg), f.place(arg).text, f.concrete(arg.ty))
+    table = f.fresh()
+    f.line(f"mica_entry {table}[] = {{")
+    for entry in entries:
+        f.line(f"    {entry},")
+    f.line("};")
+    f.declared = True
+    count, line = len(entries), call.pos.line
+    if call.callee.ident == "Save":
+        f.line(f"mica_save({path}, {table}, {count}, {line});")
+        return NOTHING
+    must = "true" if f.discarded is call else "false"
+    return CValue(f"mica_load({path}, {table}, {count}, {must}, {line})", Scalar("boolean"))

@@ -460,3 +460,70 @@ def check_linear_algebra(a, call, expected):
     if name == "Solve" and plain(types[1]).rank != plain(types[2]).rank:
         a.error(call.args[2], 6018, f"Solve's answer has the right-hand side's shape: '{types[1]}', found '{types[2]}'")
     return BOOLEAN
+
+
+# ---------------------------------------------------------------- checkpoints
+
+
+def saveable(t: Type) -> str | None:
+    """Why a value of type t cannot go into a checkpoint, or None when it can."""
+    from .types import Array, Record
+
+    p = plain(t)
+    if isinstance(p, Scalar):
+        return None if p.is_numeric or p == BOOLEAN else f"'{p}' is not a number"
+    if isinstance(p, Tensor):
+        return None
+    if isinstance(p, Record):
+        for name, field_type in p.fields:
+            why = saveable(field_type)
+            if why:
+                return f"field '{name}': {why}"
+        return None
+    if isinstance(p, Array) and not p.is_dynamic:
+        return saveable(p.element)
+    return f"'{p}' has no fixed layout to store"
+
+
+def place_path(e: ast.Expr) -> str | None:
+    """The canonical path a place expression names, when its indices are constants."""
+    if isinstance(e, ast.Name):
+        return e.ident
+    if isinstance(e, ast.Field):
+        base = place_path(e.base)
+        return f"{base}.{e.name}" if base else None
+    if isinstance(e, ast.Index) and all(i.folded is not None for i in e.indices):
+        base = place_path(e.base)
+        return f"{base}[{', '.join(str(i.folded) for i in e.indices)}]" if base else None
+    return None
+
+
+@checker("Save", "Load")
+def check_checkpoint(a, call, expected):
+    """Save(path, place, ...) and Load(path, place, ...): one tensor per leaf, named by its canonical path."""
+    name = call.callee.ident
+    if len(call.args) < 2:
+        return arity(a, call, 2) and ERROR
+    path = a.expr(call.args[0])
+    if not isinstance(path, ErrorType) and plain(path) != Scalar("string"):
+        wrong(a, call, call.args[0], path, "a file name first")
+    paths: dict[str, ast.Expr] = {}
+    for arg in call.args[1:]:
+        t = a.place(arg, "load into") if name == "Load" else a.expr(arg)
+        if isinstance(t, ErrorType):
+            continue
+        where = place_path(arg)
+        if where is None:
+            a.error(arg, 5113, f"'{name}' stores places by their canonical path: pass a variable, a field or an "
+                               "element with constant indices")
+            continue
+        why = saveable(t)
+        if why:
+            a.error(arg, 4037, f"cannot {name.lower()} '{where}': {why}")
+            continue
+        for other in paths:
+            if where == other or where.startswith(other + ".") or where.startswith(other + "[") \
+                    or other.startswith(where + ".") or other.startswith(where + "["):
+                a.error(arg, 5114, f"'{where}' and '{other}' overlap in one checkpoint")
+        paths[where] = arg
+    return BOOLEAN if name == "Load" else VOID
