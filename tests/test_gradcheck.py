@@ -17,9 +17,8 @@ A tensor-valued op is written once, in a routine with tracked parameters and a
 tracked result (`function Op(x : tracked ...) : tracked ...`), which serves
 both inside the window (its recording instance) and outside (its plain one).
 The rest is written out twice, inside and outside: scalar losses and ops with
-a tracked scalar input, because a routine with a tracked float64 result or
-parameter does not compile when called outside a window (COMPILER_BUGS below),
-and the weight-tying cases, which must read the same place several times.
+a tracked scalar input, and the weight-tying cases, which must read the same
+place several times.
 
 Kinks: Relu and Abs inputs are pushed at least 0.1 away from zero; Max and
 MaxPool2d inputs are a fixed shuffled ladder of values 0.05 apart (no ties or
@@ -425,13 +424,10 @@ def test_gradient_matches_central_differences(case: Case, tmp_path: Path) -> Non
         assert any(abs(g) > 1e-3 for n, _, g, _ in rows if n == name), f"{case.id}: {name}'s gradient is all zero"
 
 
-# Compiler bugs met while writing this file, each as its smallest program (see the
-# branch's report). They are xfail, not strict: when one is fixed, drop its workaround.
+# Compiler bugs met while writing this file, each as its smallest program, kept as
+# regression tests now that they are fixed.
 COMPILER_BUGS = {
-    # The plain instance of a routine declares its tracked float64 result (and the copy of a
-    # tracked float64 argument) as `mica_tracked_f64 r = 0;`, which C rejects: lower.py's zero()
-    # answers "0" for Tracked(Scalar). Workaround above: scalar losses and ops with a tracked
-    # scalar input are written inline.
+    # The plain instance of a routine declared its tracked float64 result as `= 0`, which C rejects.
     "tracked-scalar-result-outside-a-window": ("""
 program TrackedScalarResult;
 var
@@ -449,9 +445,7 @@ begin
     WriteLn(y);
 end.
 """, "3.0\n"),
-    # float64(x) / float32(x) of a tracked value answers a plain type (builtins.conversion drops
-    # Tracked), so inside a window it is computed plainly, y becomes a fresh leaf, and x's gradient
-    # is silently 0.0 0.0 (the runtime's mica_t_convert is only reached by implicit conversions).
+    # float64(x) of a tracked value was computed plainly inside a window: x's gradient came out 0.
     "explicit-conversion-is-not-recorded": ("""
 program ConvertWindow;
 var
@@ -468,9 +462,8 @@ begin
     WriteLn(Gradient(x));
 end.
 """, "2.0 4.0\n"),
-    # A plain value assigned to the tracked result inside a routine's __tape instance is an
-    # internal error ("not a place: Name(... ident='result' ...)"): record_assign stores plain
-    # values through place(), but there `result` is a mica_node *. float64(x) in a routine hits it.
+    # A plain value assigned to a routine's tracked result in its recording instance was an
+    # internal error, because there `result` is a mica_node *.
     "plain-value-into-a-tracked-result": ("""
 program PlainIntoTrackedResult;
 var
@@ -493,7 +486,6 @@ end.
 }
 
 
-@pytest.mark.xfail(reason="compiler bugs, reduced; see COMPILER_BUGS", strict=False)
 @pytest.mark.parametrize("bug", list(COMPILER_BUGS))
 def test_compiler_bug_reproducer(bug: str, tmp_path: Path) -> None:
     text, expected = COMPILER_BUGS[bug]

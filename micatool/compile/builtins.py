@@ -346,9 +346,10 @@ def conversion(a, call: ast.Call, target: Type) -> Type:
     p = plain(t)
     if isinstance(target, Scalar) and target.is_float:
         if isinstance(p, Scalar) and p.is_numeric:
-            return target
+            return Tracked(target) if is_tracked(t) else target
         if isinstance(p, Tensor) and not p.is_dynamic:
-            return Tensor(target, p.shape, 0, p.on_gpu)
+            result = Tensor(target, p.shape, 0, p.on_gpu)
+            return Tracked(result) if is_tracked(t) else result
         if isinstance(p, Tensor):
             return Tensor(target, None, p.rank, p.on_gpu)
     if isinstance(target, Scalar) and target.is_integer:

@@ -156,7 +156,8 @@ class FunctionLowering(ExprLowering, TapeLowering):
         return name
 
     def zero(self, t: Type) -> str:
-        return "0" if isinstance(plain(t), Scalar) and plain(t).name != "string" else "{0}"
+        """C initializer of a zero value: scalars are numbers, the rest (tracked scalars too) structs."""
+        return "0" if isinstance(t, Scalar) and t.name != "string" else "{0}"
 
     def concrete(self, t: Type) -> Type:
         return substitute(t, self.binding) if self.binding else t

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from . import ast
 from .ctypes import SUFFIX
-from .lower_expr import CValue
-from .types import BOOLEAN, FLOAT64, INTEGER, STRING, Array, Scalar, Tensor, Type, plain
+from .cvalue import CValue, dtype_of
+from .types import BOOLEAN, FLOAT64, INTEGER, STRING, Array, Scalar, Tensor, Tracked, Type, plain
 
 LOWERERS = {}
 
@@ -196,8 +196,11 @@ def lower_odd(f, call: ast.Call) -> CValue:
 
 
 def lower_conversion(f, call: ast.Call, target: Type) -> CValue:
+    result = f.concrete(call.ty)
+    if f.in_window and isinstance(result, Tracked):  # the gradient converts back
+        return CValue(f.node(call.args[0], dtype_of(result)), result, node=True)
     (v,) = _args(f, call)
-    return f.convert(v, f.concrete(call.ty), call.pos.line)
+    return f.convert(v, result, call.pos.line)
 
 
 # ---------------------------------------------------------------- tensors

@@ -96,14 +96,14 @@ class TapeLowering:
     def record_assign(self, s: ast.Assign) -> None:
         """target := value inside a window, with a tracked target."""
         target_type = self.concrete(s.target.ty)
+        symbol = s.target.symbol if isinstance(s.target, ast.Name) else None
+        if isinstance(symbol, VarSymbol) and self.holds_node(symbol):
+            self.line(f"{self.var_text(symbol)} = {self.node(s.value, dtype_of(target_type))};")
+            return
         if not isinstance(self.concrete(s.value.ty), Tracked):
             self.store(self.place(s.target), self.value(s.value, plain(target_type)), s.pos.line)
             return
         node = self.node(s.value, dtype_of(target_type))
-        symbol = s.target.symbol if isinstance(s.target, ast.Name) else None
-        if isinstance(symbol, VarSymbol) and self.holds_node(symbol):
-            self.line(f"{self.var_text(symbol)} = {node};")
-            return
         place = self.place(s.target)
         data = f"{place.text}.v.e" if isinstance(plain(target_type), Tensor) else f"&{place.text}.v"
         self.line(f"mica_tape_write(&{place.text}.tag, {data}, {node});")
