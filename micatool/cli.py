@@ -16,6 +16,8 @@ from pathlib import Path
 from . import __version__, targets
 from .compile import SourceError, front_end, load_source, to_c
 from .diagnostics import REPORT_HINT, CompileError, InternalError
+from .link.image import ImageError
+from .link.size import BudgetError
 
 
 class UsageError(Exception):
@@ -60,6 +62,44 @@ def cmd_build(args) -> int:
     return 0
 
 
+def cmd_image(args) -> int:
+    from .link import image
+
+    binaries = {}
+    for word in args.platform.split(","):
+        target = targets.resolve(word.strip())
+        binaries[target.platform] = _build_binary(args.program, target, "fast", None).read_bytes()
+    output = Path(args.output) if args.output else Path(Path(args.program).stem + ".tar")
+    info = image.write_image(binaries, args.tag, output, binary_name=Path(args.program).stem)
+    print(f"wrote {output}: {info.tag}, {len(binaries)} platform(s), index {info.index_digest}, {info.tarball_size} bytes")
+    for platform, part in sorted(info.platforms.items()):
+        print(f"  {platform}: manifest {part.manifest_digest}, layer {part.layer_size} bytes")
+    if args.load:
+        for tag in image.load_image(output):
+            print(f"loaded {tag}")
+    return 0
+
+
+def cmd_size(args) -> int:
+    from .link import size
+
+    rows, measured = [], {}
+    for program in args.program:
+        name = Path(program).stem
+        for word in args.target.split(","):
+            target = targets.resolve(word.strip())
+            sizes = size.section_sizes(_build_binary(program, target, "fast", None))
+            arch = target.name.split("-")[0]
+            rows.append({"program": name, "target": arch, **sizes})
+            measured.setdefault(name, {})[arch] = sizes
+    print(size.format_table(rows))
+    if args.check:
+        ok, table = size.check_budgets(measured, args.check)
+        print(table)
+        return 0 if ok else 1
+    return 0
+
+
 def cmd_run(args) -> int:
     binary = _build_binary(args.program, targets.native(), args.tier, None)
     sys.stdout.flush()
@@ -72,6 +112,8 @@ COMMANDS = {
     "run": (cmd_run, "build for this machine and run, passing the arguments after --"),
     "emit-c": (cmd_emit_c, "print the C the compiler generates"),
     "explain": (cmd_explain, "list every tracked place: canonical path, type, element count"),
+    "image": (cmd_image, "write a FROM scratch OCI image of the program, without a Docker daemon"),
+    "size": (cmd_size, "the stripped binary's size per target and section; --check holds it to budgets"),
 }
 
 
@@ -81,7 +123,10 @@ def parser() -> argparse.ArgumentParser:
     commands = top.add_subparsers(dest="command", metavar="command")
     for name, (_, help_text) in COMMANDS.items():
         sub = commands.add_parser(name, help=help_text, description=help_text)
-        sub.add_argument("program", help="a .mica source file")
+        if name == "size":
+            sub.add_argument("program", nargs="+", help="one or more .mica source files")
+        else:
+            sub.add_argument("program", help="a .mica source file")
         if name in ("build", "run"):
             sub.add_argument("--tier", choices=targets.TIERS, default="checked",
                              help="debug (no optimisation, every check), checked (default), fast (no checks)")
@@ -90,6 +135,14 @@ def parser() -> argparse.ArgumentParser:
             sub.add_argument("-o", "--output", help="the binary to write (default: the program's name)")
         if name == "run":
             sub.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the program, after --")
+        if name == "image":
+            sub.add_argument("--platform", default="linux/amd64,linux/arm64", help="comma-separated platforms")
+            sub.add_argument("--tag", required=True, help="the image's name:tag")
+            sub.add_argument("-o", "--output", help="the tarball to write (default: the program's name.tar)")
+            sub.add_argument("--load", action="store_true", help="hand the image to Docker afterwards")
+        if name == "size":
+            sub.add_argument("--target", default="x86_64-linux,aarch64-linux", help="comma-separated targets")
+            sub.add_argument("--check", metavar="BUDGETS", help="fail when a binary exceeds its budget (TOML)")
     return top
 
 
@@ -105,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     except CompileError as e:
         print(e, file=sys.stderr)
         return 1
-    except (SourceError, UsageError, targets.TargetError, OSError) as e:
+    except (SourceError, UsageError, targets.TargetError, OSError, ImageError, BudgetError) as e:
         print(f"micatool: error: {e}", file=sys.stderr)
         return 1
     except InternalError as e:

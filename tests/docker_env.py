@@ -25,6 +25,8 @@ import time
 
 import pytest
 
+from system import Unavailable, apt_install, sh, tail
+
 BINFMT = pathlib.Path("/proc/sys/fs/binfmt_misc")
 QEMU_CONF = pathlib.Path("/usr/lib/binfmt.d/qemu-aarch64.conf")
 PIDFILE = pathlib.Path("/var/run/docker.pid")
@@ -34,23 +36,6 @@ START_WAIT_S = 60
 DOCKERD_FLAGS = [["--iptables=false", "--bridge=none"],
                  ["--iptables=false", "--bridge=none", "--storage-driver=vfs"]]
 
-_apt_updated = False
-
-
-class Unavailable(Exception):
-    """A step that cannot be done here; its text is the skip reason."""
-
-
-def sh(args: list[str], timeout: float = 60, env: dict | None = None) -> tuple[int, str]:
-    """Run a command; give its exit status and its output, stdout and stderr together."""
-    try:
-        done = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, timeout=timeout, env=env)
-    except FileNotFoundError:
-        return 127, f"{args[0]}: not found"
-    except subprocess.TimeoutExpired:
-        return 124, f"{' '.join(args)}: no answer within {timeout} s"
-    return done.returncode, done.stdout
 
 
 def give_up(reason: str):
@@ -58,30 +43,6 @@ def give_up(reason: str):
     if os.environ.get("MICA_REQUIRE_DOCKER") == "1":
         pytest.fail(reason, pytrace=False)
     pytest.skip(reason)
-
-
-# ---------------------------------------------------------------- installing
-
-
-def apt_install(*packages: str) -> None:
-    """Install Debian packages, or raise Unavailable saying why not."""
-    global _apt_updated
-    if os.geteuid() != 0:
-        raise Unavailable(f"{' '.join(packages)} missing and not root to apt-get install it")
-    if not shutil.which("apt-get"):
-        raise Unavailable(f"{' '.join(packages)} missing and no apt-get on this machine")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    if not _apt_updated:
-        sh(["apt-get", "update"], timeout=300, env=env)
-        _apt_updated = True
-    rc, out = sh(["apt-get", "install", "-y", "--no-install-recommends", *packages],
-                 timeout=900, env=env)
-    if rc != 0:
-        raise Unavailable(f"apt-get install {' '.join(packages)} failed: {tail(out)}")
-
-
-def tail(text: str, lines: int = 5) -> str:
-    return " | ".join(text.strip().splitlines()[-lines:])
 
 
 def ensure_docker_installed() -> None:

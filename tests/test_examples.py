@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import _apt_install
+from system import Unavailable, apt_install
 from helpers import BOTH_TARGETS, EXAMPLES, build, run
 
 EXAMPLE_DIRS = sorted(p for p in EXAMPLES.iterdir() if (p / "Makefile").exists())
@@ -45,9 +45,10 @@ def test_example_prints_expected_output(example, target, tier, request):
 @pytest.fixture(scope="module")
 def file_command():
     if shutil.which("file") is None:
-        _apt_install("file")
-    if shutil.which("file") is None:
-        pytest.skip("the `file` command is missing and could not be installed")
+        try:
+            apt_install("file")
+        except Unavailable as why:
+            pytest.skip(f"the `file` command: {why}")
     return shutil.which("file")
 
 
