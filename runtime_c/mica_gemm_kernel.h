@@ -1,0 +1,274 @@
+/* mica_gemm_kernel.h: one instantiation of the fast GEMM. Not a public
+ * header: mica_gemm.c includes it once per (element type, instruction set),
+ * after defining
+ *   GT          the element type, float or double
+ *   GNAME       the suffix of this instantiation's names, e.g. f32_avx512
+ *   GVB         vector width in bytes: 16 (SSE2, NEON), 32 (AVX2), 64 (AVX-512)
+ *   GMR, GNV    micro-tile: GMR rows by GNV vectors (GNR = GNV*lanes columns)
+ *   GKC, GMC, GNC   cache blocks over k, m and n
+ * and undefines them all at the end.
+ *
+ * Shape legend: a micro-tile of c is (GMR, GNR); a packed A panel is
+ * (kc, GMR), k-major; a packed B panel is (kc, GNR), k-major.
+ *
+ * Every element's sum runs over p in increasing order, one product and one
+ * add at a time: vectors span j (columns of c), never p. Splitting k into GKC
+ * blocks carries the running sum through c between blocks, in order.
+ */
+
+#define GCAT2(x, y) x##_##y
+#define GCAT(x, y) GCAT2(x, y)
+#define G(name) GCAT(name, GNAME)
+#define GVL ((int)(GVB / sizeof(GT)))
+#define GNR (GNV * GVL)
+
+typedef GT G(vec) __attribute__((vector_size(GVB)));
+
+static inline G(vec) G(loadu)(const GT *p) {
+    G(vec) v;
+    __builtin_memcpy(&v, p, sizeof v); // unaligned: rows of c may start anywhere
+    return v;
+}
+
+static inline void G(storeu)(GT *p, G(vec) v) {
+    __builtin_memcpy(p, &v, sizeof v);
+}
+
+/* ------------------------------------------------------------ micro-kernel */
+
+// c is (GMR, GNR) with row stride ldc, ap is (kc, GMR) packed, bp is (kc, GNR) packed.
+// acc = (flags & GEMM_LOAD) ? c : 0; acc += ap[p] * bp[p] for p in order;
+// c = (flags & GEMM_ADD) ? c + acc : acc.
+static void G(micro)(int64_t kc, const GT *restrict ap, const GT *restrict bp,
+                     GT *restrict c, int64_t ldc, int flags) {
+    G(vec) acc[GMR][GNV];
+    for (int r = 0; r < GMR; r++)
+        for (int v = 0; v < GNV; v++)
+            acc[r][v] = (flags & GEMM_LOAD) ? G(loadu)(c + r * ldc + v * GVL) : (G(vec)){0};
+    for (int64_t p = 0; p < kc; p++) {
+        G(vec) bv[GNV];
+        for (int v = 0; v < GNV; v++) bv[v] = G(loadu)(bp + v * GVL);
+        for (int r = 0; r < GMR; r++) {
+            GT ar = ap[r];
+            for (int v = 0; v < GNV; v++) acc[r][v] = acc[r][v] + bv[v] * ar; // never fused
+        }
+        ap += GMR;
+        bp += GNR;
+    }
+    for (int r = 0; r < GMR; r++)
+        for (int v = 0; v < GNV; v++) {
+            G(vec) x = acc[r][v];
+            if (flags & GEMM_ADD) x = G(loadu)(c + r * ldc + v * GVL) + x;
+            G(storeu)(c + r * ldc + v * GVL, x);
+        }
+}
+
+// c is (mr, nr) with mr <= GMR, nr <= GNR: run the full tile on a copy, keep the valid part.
+static void G(micro_edge)(int64_t kc, const GT *ap, const GT *bp, GT *c, int64_t ldc,
+                          int64_t mr, int64_t nr, int flags) {
+    GT tile[GMR * GNR] __attribute__((aligned(64)));
+    if (flags)
+        for (int64_t r = 0; r < mr; r++)
+            for (int64_t j = 0; j < nr; j++) tile[r * GNR + j] = c[r * ldc + j];
+    G(micro)(kc, ap, bp, tile, GNR, flags);
+    for (int64_t r = 0; r < mr; r++)
+        for (int64_t j = 0; j < nr; j++) c[r * ldc + j] = tile[r * GNR + j];
+}
+
+/* ------------------------------------------------------------ packing */
+
+// ap gets rows [i0, i0+mc) x cols [p0, p0+kc) of op(A) as (kc, GMR) panels, zero-padded.
+static void G(pack_a)(GT *restrict ap, const gemm_args *g, int64_t i0, int64_t mc,
+                      int64_t p0, int64_t kc) {
+    const GT *a = g->a;
+    for (int64_t ir = 0; ir < mc; ir += GMR) {
+        int64_t mr = mc - ir < GMR ? mc - ir : GMR;
+        if (g->trans_a) { // A(i,p) = a[p*lda + i]: a panel row is contiguous
+            for (int64_t p = 0; p < kc; p++) {
+                const GT *src = a + (p0 + p) * g->lda + i0 + ir;
+                for (int r = 0; r < GMR; r++) ap[r] = r < mr ? src[r] : 0;
+                ap += GMR;
+            }
+        } else { // A(i,p) = a[i*lda + p]: walk GMR rows side by side
+            const GT *src = a + (i0 + ir) * g->lda + p0;
+            for (int64_t p = 0; p < kc; p++) {
+                for (int r = 0; r < GMR; r++) ap[r] = r < mr ? src[r * g->lda + p] : 0;
+                ap += GMR;
+            }
+        }
+    }
+}
+
+// bp gets panels [q0, q1) (GNR columns each, from column j0) x rows [p0, p0+kc) of op(B).
+static void G(pack_b)(GT *restrict bp, const gemm_args *g, int64_t j0, int64_t nc,
+                      int64_t p0, int64_t kc, int64_t q0, int64_t q1) {
+    const GT *b = g->b;
+    for (int64_t q = q0; q < q1; q++) {
+        int64_t j = j0 + q * GNR, nr = nc - q * GNR < GNR ? nc - q * GNR : GNR;
+        GT *dst = bp + q * kc * GNR;
+        if (g->trans_b) { // B(p,j) = b[j*ldb + p]: walk GNR rows of b side by side
+            for (int64_t p = 0; p < kc; p++)
+                for (int c = 0; c < GNR; c++)
+                    dst[p * GNR + c] = c < nr ? b[(j + c) * g->ldb + p0 + p] : 0;
+        } else { // B(p,j) = b[p*ldb + j]: a panel row is contiguous
+            for (int64_t p = 0; p < kc; p++) {
+                const GT *src = b + (p0 + p) * g->ldb + j;
+                for (int c = 0; c < GNR; c++) dst[p * GNR + c] = c < nr ? src[c] : 0;
+            }
+        }
+    }
+}
+
+static void G(pack_b_task)(void *ctx, int64_t q0, int64_t q1) {
+    gemm_block *blk = ctx;
+    G(pack_b)(blk->bp, blk->g, blk->j0, blk->nc, blk->p0, blk->kc, q0, q1);
+}
+
+/* ------------------------------------------------------------ macro-kernel */
+
+// c rows [i0, i0+mc) x B panels [q0, q1) of the current block, with A packed in ap.
+static void G(macro)(const gemm_block *blk, const GT *ap, int64_t i0, int64_t mc,
+                     int64_t q0, int64_t q1) {
+    const gemm_args *g = blk->g;
+    for (int64_t q = q0; q < q1; q++) { // one B panel stays in L1 while A streams from L2
+        int64_t j = q * GNR, nr = blk->nc - j < GNR ? blk->nc - j : GNR;
+        const GT *bq = (const GT *)blk->bp + q * blk->kc * GNR;
+        for (int64_t ir = 0; ir < mc; ir += GMR) {
+            int64_t mr = mc - ir < GMR ? mc - ir : GMR;
+            GT *ct = (GT *)g->c + (i0 + ir) * g->ldc + blk->j0 + j;
+            const GT *at = ap + ir * blk->kc;
+            if (mr == GMR && nr == GNR) G(micro)(blk->kc, at, bq, ct, g->ldc, blk->flags);
+            else G(micro_edge)(blk->kc, at, bq, ct, g->ldc, mr, nr, blk->flags);
+        }
+    }
+}
+
+// rows [r0, r1) x B panels [q0, q1): pack A a GMC block at a time, then multiply.
+static void G(compute)(const gemm_block *blk, int64_t r0, int64_t r1, int64_t q0, int64_t q1) {
+    GT *ap = gemm_scratch(GEMM_SCRATCH_A, (size_t)GMC * blk->kc * sizeof(GT));
+    for (int64_t i0 = r0; i0 < r1; i0 += GMC) {
+        int64_t mc = r1 - i0 < GMC ? r1 - i0 : GMC;
+        G(pack_a)(ap, blk->g, i0, mc, blk->p0, blk->kc);
+        G(macro)(blk, ap, i0, mc, q0, q1);
+    }
+}
+
+static void G(rows_task)(void *ctx, int64_t t0, int64_t t1) { // tasks are GMR-row panels
+    gemm_block *blk = ctx;
+    int64_t r1 = t1 * GMR < blk->g->m ? t1 * GMR : blk->g->m;
+    G(compute)(blk, t0 * GMR, r1, 0, blk->npanels);
+}
+
+static void G(cols_task)(void *ctx, int64_t q0, int64_t q1) { // tasks are B panels
+    gemm_block *blk = ctx;
+    G(compute)(blk, 0, blk->g->m, q0, q1);
+}
+
+/* ------------------------------------------------------------ small products */
+
+// c is (m,n): the direct loop, vectorised over j when B rows are contiguous. No packing.
+static void G(small)(const gemm_args *g) {
+    const GT *a = g->a, *b = g->b;
+    GT *c = g->c;
+    for (int64_t i = 0; i < g->m; i++) {
+        int64_t j = 0;
+        if (!g->trans_b)
+            for (; j + GVL <= g->n; j += GVL) {
+                G(vec) acc = {0};
+                for (int64_t p = 0; p < g->k; p++) {
+                    GT ai = g->trans_a ? a[p * g->lda + i] : a[i * g->lda + p];
+                    acc = acc + G(loadu)(b + p * g->ldb + j) * ai;
+                }
+                if (g->accumulate) acc = G(loadu)(c + i * g->ldc + j) + acc;
+                G(storeu)(c + i * g->ldc + j, acc);
+            }
+        for (; j < g->n; j++) {
+            GT acc = 0;
+            for (int64_t p = 0; p < g->k; p++) {
+                GT ai = g->trans_a ? a[p * g->lda + i] : a[i * g->lda + p];
+                GT bj = g->trans_b ? b[j * g->ldb + p] : b[p * g->ldb + j];
+                acc = acc + ai * bj;
+            }
+            c[i * g->ldc + j] = g->accumulate ? c[i * g->ldc + j] + acc : acc;
+        }
+    }
+}
+
+/* ------------------------------------------------------------ driver */
+
+static void G(add_task)(void *ctx, int64_t i0, int64_t i1) { // c += tmp, row by row
+    const gemm_args *g = ctx;
+    for (int64_t i = i0; i < i1; i++) {
+        GT *c = (GT *)g->c + i * g->ldc;
+        const GT *t = (const GT *)g->tmp + i * g->n;
+        for (int64_t j = 0; j < g->n; j++) c[j] = c[j] + t[j];
+    }
+}
+
+// Runs the blocked product, writing (not accumulating) op(A) op(B) into g->c
+// unless g->accumulate and k fits one GKC block.
+static void G(blocked)(const gemm_args *g, bool parallel) {
+    gemm_block blk = {.g = g};
+    int64_t mpanels = (g->m + GMR - 1) / GMR;
+    int threads = parallel ? mica_thread_count() : 1;
+    for (int64_t j0 = 0; j0 < g->n; j0 += GNC) {
+        blk.j0 = j0;
+        blk.nc = g->n - j0 < GNC ? g->n - j0 : GNC;
+        blk.npanels = (blk.nc + GNR - 1) / GNR;
+        for (int64_t p0 = 0; p0 < g->k; p0 += GKC) {
+            blk.p0 = p0;
+            blk.kc = g->k - p0 < GKC ? g->k - p0 : GKC;
+            blk.flags = (p0 > 0 ? GEMM_LOAD : 0) | (g->accumulate ? GEMM_ADD : 0);
+            blk.bp = gemm_scratch(GEMM_SCRATCH_B, (size_t)blk.npanels * GNR * blk.kc * sizeof(GT));
+            if (threads == 1) {
+                G(pack_b_task)(&blk, 0, blk.npanels);
+                G(rows_task)(&blk, 0, mpanels);
+                continue;
+            }
+            mica_parallel_for(blk.npanels, G(pack_b_task), &blk);
+            // split c by rows when there are enough row panels, else by columns
+            if (mpanels >= 2 * threads || mpanels >= blk.npanels)
+                mica_parallel_for(mpanels, G(rows_task), &blk);
+            else
+                mica_parallel_for(blk.npanels, G(cols_task), &blk);
+        }
+    }
+}
+
+static void G(gemm)(gemm_args *g) {
+    if (g->m <= 0 || g->n <= 0) return;
+    double work = (double)g->m * (double)g->n * (double)g->k;
+    if (g->k == 0 || work < GEMM_SMALL_WORK) {
+        G(small)(g);
+        return;
+    }
+    bool parallel = work >= GEMM_PARALLEL_WORK;
+    if (!(g->accumulate && g->k > GKC)) {
+        G(blocked)(g, parallel);
+        return;
+    }
+    // Accumulating over several k blocks: c must keep its old value until the
+    // whole sum is known, so sum into a scratch (m,n) and add it at the end.
+    g->tmp = gemm_scratch(GEMM_SCRATCH_T, (size_t)g->m * g->n * sizeof(GT));
+    gemm_args t = *g;
+    t.c = g->tmp;
+    t.ldc = g->n;
+    t.accumulate = false;
+    G(blocked)(&t, parallel);
+    if (parallel) mica_parallel_for(g->m, G(add_task), g);
+    else G(add_task)(g, 0, g->m);
+}
+
+#undef GCAT2
+#undef GCAT
+#undef G
+#undef GVL
+#undef GNR
+#undef GT
+#undef GNAME
+#undef GVB
+#undef GMR
+#undef GNV
+#undef GKC
+#undef GMC
+#undef GNC
