@@ -47,7 +47,7 @@
 #define GEMM_ADD 2  /* micro-kernel: c = c + acc at the end */
 
 #ifndef GEMM_SMALL_WORK
-#define GEMM_SMALL_WORK (24.0 * 24 * 24) /* m*n*k below which packing does not pay */
+#define GEMM_SMALL_WORK (8.0 * 8 * 8) /* m*n*k below which packing does not pay */
 #endif
 #ifndef GEMM_PARALLEL_WORK
 #define GEMM_PARALLEL_WORK (64.0 * 64 * 64) /* m*n*k below which threads do not pay */
@@ -154,6 +154,13 @@ static void *gemm_scratch(int slot, size_t bytes) {
 #endif
 
 // baseline: 16-byte vectors, SSE2 on x86_64, NEON on aarch64
+#ifndef GEMM_SPLAT
+#if defined(__x86_64__)
+#define GEMM_SPLAT 1
+#else
+#define GEMM_SPLAT 0
+#endif
+#endif
 #define GT float
 #define GNAME f32_base
 #define GVB 16
@@ -162,6 +169,7 @@ static void *gemm_scratch(int slot, size_t bytes) {
 #define GKC GEMM_KC
 #define GMC (GEMM_MC_PANELS * GEMM_BASE_F32_MR)
 #define GNC GEMM_NC
+#define GSPLAT GEMM_SPLAT
 #include "mica_gemm_kernel.h"
 
 #define GT double
@@ -172,11 +180,14 @@ static void *gemm_scratch(int slot, size_t bytes) {
 #define GKC GEMM_KC
 #define GMC (GEMM_MC_PANELS * GEMM_BASE_F64_MR)
 #define GNC GEMM_NC
+#define GSPLAT GEMM_SPLAT
 #include "mica_gemm_kernel.h"
 
 #if defined(__x86_64__)
 // The same code at 32 and 64 bytes. Only mul and add are emitted (the
 // target string enables no contraction: -ffp-contract=off still rules).
+#undef GEMM_SPLAT
+#define GEMM_SPLAT 0 /* AVX2 and AVX-512 broadcast straight from memory */
 #pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
 #define GT float
 #define GNAME f32_avx2
@@ -186,6 +197,7 @@ static void *gemm_scratch(int slot, size_t bytes) {
 #define GKC GEMM_KC
 #define GMC (GEMM_MC_PANELS * GEMM_AVX2_F32_MR)
 #define GNC GEMM_NC
+#define GSPLAT GEMM_SPLAT
 #include "mica_gemm_kernel.h"
 
 #define GT double
@@ -196,6 +208,7 @@ static void *gemm_scratch(int slot, size_t bytes) {
 #define GKC GEMM_KC
 #define GMC (GEMM_MC_PANELS * GEMM_AVX2_F64_MR)
 #define GNC GEMM_NC
+#define GSPLAT GEMM_SPLAT
 #include "mica_gemm_kernel.h"
 #pragma clang attribute pop
 
@@ -208,6 +221,7 @@ static void *gemm_scratch(int slot, size_t bytes) {
 #define GKC GEMM_KC
 #define GMC (GEMM_MC_PANELS * GEMM_AVX512_F32_MR)
 #define GNC GEMM_NC
+#define GSPLAT GEMM_SPLAT
 #include "mica_gemm_kernel.h"
 
 #define GT double
@@ -218,6 +232,7 @@ static void *gemm_scratch(int slot, size_t bytes) {
 #define GKC GEMM_KC
 #define GMC (GEMM_MC_PANELS * GEMM_AVX512_F64_MR)
 #define GNC GEMM_NC
+#define GSPLAT GEMM_SPLAT
 #include "mica_gemm_kernel.h"
 #pragma clang attribute pop
 #endif

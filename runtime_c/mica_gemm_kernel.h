@@ -6,6 +6,9 @@
  *   GVB         vector width in bytes: 16 (SSE2, NEON), 32 (AVX2), 64 (AVX-512)
  *   GMR, GNV    micro-tile: GMR rows by GNV vectors (GNR = GNV*lanes columns)
  *   GKC, GMC, GNC   cache blocks over k, m and n
+ *   GSPLAT      1: pack each A element already broadcast to a whole vector
+ *               (SSE2 has no broadcast load; a shuffle per element would
+ *               compete with the multiplies for the same ports), else 0
  * and undefines them all at the end.
  *
  * Shape legend: a micro-tile of c is (GMR, GNR); a packed A panel is
@@ -21,6 +24,7 @@
 #define G(name) GCAT(name, GNAME)
 #define GVL ((int)(GVB / sizeof(GT)))
 #define GNR (GNV * GVL)
+#define GAW (GSPLAT ? GVL : 1) /* packed width of one A element */
 
 typedef GT G(vec) __attribute__((vector_size(GVB)));
 
@@ -36,7 +40,7 @@ static inline void G(storeu)(GT *p, G(vec) v) {
 
 /* ------------------------------------------------------------ micro-kernel */
 
-// c is (GMR, GNR) with row stride ldc, ap is (kc, GMR) packed, bp is (kc, GNR) packed.
+// c is (GMR, GNR) with row stride ldc, ap is (kc, GMR) packed (times GAW), bp is (kc, GNR) packed.
 // acc = (flags & GEMM_LOAD) ? c : 0; acc += ap[p] * bp[p] for p in order;
 // c = (flags & GEMM_ADD) ? c + acc : acc.
 static void G(micro)(int64_t kc, const GT *restrict ap, const GT *restrict bp,
@@ -49,10 +53,14 @@ static void G(micro)(int64_t kc, const GT *restrict ap, const GT *restrict bp,
         G(vec) bv[GNV];
         for (int v = 0; v < GNV; v++) bv[v] = G(loadu)(bp + v * GVL);
         for (int r = 0; r < GMR; r++) {
+#if GSPLAT
+            G(vec) ar = G(loadu)(ap + r * GVL);
+#else
             GT ar = ap[r];
+#endif
             for (int v = 0; v < GNV; v++) acc[r][v] = acc[r][v] + bv[v] * ar; // never fused
         }
-        ap += GMR;
+        ap += GMR * GAW;
         bp += GNR;
     }
     for (int r = 0; r < GMR; r++)
@@ -77,24 +85,20 @@ static void G(micro_edge)(int64_t kc, const GT *ap, const GT *bp, GT *c, int64_t
 
 /* ------------------------------------------------------------ packing */
 
-// ap gets rows [i0, i0+mc) x cols [p0, p0+kc) of op(A) as (kc, GMR) panels, zero-padded.
+// ap gets rows [i0, i0+mc) x cols [p0, p0+kc) of op(A) as (kc, GMR) panels, zero-padded,
+// each element written GAW times.
 static void G(pack_a)(GT *restrict ap, const gemm_args *g, int64_t i0, int64_t mc,
                       int64_t p0, int64_t kc) {
     const GT *a = g->a;
     for (int64_t ir = 0; ir < mc; ir += GMR) {
         int64_t mr = mc - ir < GMR ? mc - ir : GMR;
-        if (g->trans_a) { // A(i,p) = a[p*lda + i]: a panel row is contiguous
-            for (int64_t p = 0; p < kc; p++) {
-                const GT *src = a + (p0 + p) * g->lda + i0 + ir;
-                for (int r = 0; r < GMR; r++) ap[r] = r < mr ? src[r] : 0;
-                ap += GMR;
+        for (int64_t p = 0; p < kc; p++) {
+            for (int r = 0; r < GMR; r++) {
+                int64_t i = i0 + ir + r;
+                GT x = r >= mr ? 0 : g->trans_a ? a[(p0 + p) * g->lda + i] : a[i * g->lda + p0 + p];
+                for (int l = 0; l < GAW; l++) ap[r * GAW + l] = x;
             }
-        } else { // A(i,p) = a[i*lda + p]: walk GMR rows side by side
-            const GT *src = a + (i0 + ir) * g->lda + p0;
-            for (int64_t p = 0; p < kc; p++) {
-                for (int r = 0; r < GMR; r++) ap[r] = r < mr ? src[r * g->lda + p] : 0;
-                ap += GMR;
-            }
+            ap += GMR * GAW;
         }
     }
 }
@@ -136,7 +140,7 @@ static void G(macro)(const gemm_block *blk, const GT *ap, int64_t i0, int64_t mc
         for (int64_t ir = 0; ir < mc; ir += GMR) {
             int64_t mr = mc - ir < GMR ? mc - ir : GMR;
             GT *ct = (GT *)g->c + (i0 + ir) * g->ldc + blk->j0 + j;
-            const GT *at = ap + ir * blk->kc;
+            const GT *at = ap + ir * blk->kc * GAW;
             if (mr == GMR && nr == GNR) G(micro)(blk->kc, at, bq, ct, g->ldc, blk->flags);
             else G(micro_edge)(blk->kc, at, bq, ct, g->ldc, mr, nr, blk->flags);
         }
@@ -145,7 +149,7 @@ static void G(macro)(const gemm_block *blk, const GT *ap, int64_t i0, int64_t mc
 
 // rows [r0, r1) x B panels [q0, q1): pack A a GMC block at a time, then multiply.
 static void G(compute)(const gemm_block *blk, int64_t r0, int64_t r1, int64_t q0, int64_t q1) {
-    GT *ap = gemm_scratch(GEMM_SCRATCH_A, (size_t)GMC * blk->kc * sizeof(GT));
+    GT *ap = gemm_scratch(GEMM_SCRATCH_A, (size_t)GMC * blk->kc * GAW * sizeof(GT));
     for (int64_t i0 = r0; i0 < r1; i0 += GMC) {
         int64_t mc = r1 - i0 < GMC ? r1 - i0 : GMC;
         G(pack_a)(ap, blk->g, i0, mc, blk->p0, blk->kc);
@@ -166,30 +170,45 @@ static void G(cols_task)(void *ctx, int64_t q0, int64_t q1) { // tasks are B pan
 
 /* ------------------------------------------------------------ small products */
 
-// c is (m,n): the direct loop, vectorised over j when B rows are contiguous. No packing.
+typedef GT G(vec16) __attribute__((vector_size(16))); /* for rows narrower than a vector */
+
+// A(i,p): the one element fetch the small path needs
+static inline GT G(a_at)(const gemm_args *g, int64_t i, int64_t p) {
+    const GT *a = g->a;
+    return g->trans_a ? a[p * g->lda + i] : a[i * g->lda + p];
+}
+
+// c is (m,n): the direct loop, no packing, vectorised over j when B rows are
+// contiguous (full vectors, then 16-byte ones, then scalars).
 static void G(small)(const gemm_args *g) {
-    const GT *a = g->a, *b = g->b;
+    const GT *b = g->b;
     GT *c = g->c;
+    const int64_t w16 = 16 / sizeof(GT);
     for (int64_t i = 0; i < g->m; i++) {
+        GT *ci = c + i * g->ldc;
         int64_t j = 0;
-        if (!g->trans_b)
+        if (!g->trans_b) {
             for (; j + GVL <= g->n; j += GVL) {
                 G(vec) acc = {0};
-                for (int64_t p = 0; p < g->k; p++) {
-                    GT ai = g->trans_a ? a[p * g->lda + i] : a[i * g->lda + p];
-                    acc = acc + G(loadu)(b + p * g->ldb + j) * ai;
-                }
-                if (g->accumulate) acc = G(loadu)(c + i * g->ldc + j) + acc;
-                G(storeu)(c + i * g->ldc + j, acc);
+                for (int64_t p = 0; p < g->k; p++) acc = acc + G(loadu)(b + p * g->ldb + j) * G(a_at)(g, i, p);
+                if (g->accumulate) acc = G(loadu)(ci + j) + acc;
+                G(storeu)(ci + j, acc);
             }
+            for (; GVB > 16 && j + w16 <= g->n; j += w16) {
+                G(vec16) acc = {0}, x;
+                for (int64_t p = 0; p < g->k; p++) {
+                    __builtin_memcpy(&x, b + p * g->ldb + j, sizeof x);
+                    acc = acc + x * G(a_at)(g, i, p);
+                }
+                if (g->accumulate) __builtin_memcpy(&x, ci + j, sizeof x), acc = x + acc;
+                __builtin_memcpy(ci + j, &acc, sizeof acc);
+            }
+        }
         for (; j < g->n; j++) {
             GT acc = 0;
-            for (int64_t p = 0; p < g->k; p++) {
-                GT ai = g->trans_a ? a[p * g->lda + i] : a[i * g->lda + p];
-                GT bj = g->trans_b ? b[j * g->ldb + p] : b[p * g->ldb + j];
-                acc = acc + ai * bj;
-            }
-            c[i * g->ldc + j] = g->accumulate ? c[i * g->ldc + j] + acc : acc;
+            for (int64_t p = 0; p < g->k; p++)
+                acc = acc + G(a_at)(g, i, p) * (g->trans_b ? b[j * g->ldb + p] : b[p * g->ldb + j]);
+            ci[j] = g->accumulate ? ci[j] + acc : acc;
         }
     }
 }
@@ -238,7 +257,8 @@ static void G(blocked)(const gemm_args *g, bool parallel) {
 static void G(gemm)(gemm_args *g) {
     if (g->m <= 0 || g->n <= 0) return;
     double work = (double)g->m * (double)g->n * (double)g->k;
-    if (g->k == 0 || work < GEMM_SMALL_WORK) {
+    // tiny products: the direct loop; up to 8x more when B rows are contiguous
+    if (g->k == 0 || work <= GEMM_SMALL_WORK || (!g->trans_b && work <= 8 * GEMM_SMALL_WORK)) {
         G(small)(g);
         return;
     }
@@ -264,6 +284,8 @@ static void G(gemm)(gemm_args *g) {
 #undef G
 #undef GVL
 #undef GNR
+#undef GAW
+#undef GSPLAT
 #undef GT
 #undef GNAME
 #undef GVB

@@ -1,13 +1,19 @@
 /* mica_threads.c: the persistent thread pool behind mica_parallel_for.
  *
- * Takes a task count and a body; gives each pool thread one contiguous chunk
- * of [0, tasks), the caller taking chunk 0. Chunks are fixed by the task
- * count and the pool size alone (no work stealing), so a run is repeatable.
+ * Takes a task count and a body; cuts [0, tasks) into nchunks = min(tasks,
+ * pool size) contiguous chunks, fixed by those two numbers alone. Each chunk
+ * runs exactly once, on whichever pool thread claims it first; the caller
+ * claims too. Since callers split work by output, who runs a chunk never
+ * changes a result, and a worker that is slow to wake (a busy machine, more
+ * threads than cores) costs nothing: the caller takes its chunk.
  *
- * Hand-off: the caller publishes a job and bumps `generation`; workers spin
- * briefly on it (back-to-back jobs, as in a GEMM, then start without a
- * sleep) and otherwise sleep on a condition variable. Completion is counted
- * down in `pending`, with the same spin-then-sleep wait on the caller side.
+ * One 64-bit word, `state`, holds the job's generation, its chunk count and
+ * the next unclaimed chunk, so a claim is one compare-and-swap that also
+ * checks it is still the same job. A claimed chunk keeps its job open (the
+ * caller waits for `done` to reach nchunks), so the job's fields are stable
+ * while the claimer reads them. Workers spin briefly on `state` (back-to-back
+ * jobs, as in a GEMM, then start without a sleep) and otherwise sleep on a
+ * condition variable; the caller waits for `done` the same way.
  */
 #define _GNU_SOURCE
 #include "mica_threads.h"
@@ -23,25 +29,29 @@
 #define MICA_SPIN 4000 /* polls before sleeping: some tens of microseconds */
 #define MICA_STACK (4u << 20)
 
+// state = generation << 32 | nchunks << 16 | next chunk
+#define STATE_GEN(s) ((uint32_t)((s) >> 32))
+#define STATE_CHUNKS(s) ((int)(((s) >> 16) & 0xffff))
+#define STATE_NEXT(s) ((int)((s) & 0xffff))
+
 typedef struct {
-    pthread_mutex_t lock;  /* guards sleeping and waking */
-    pthread_cond_t wake;   /* workers wait here for a new generation */
-    pthread_cond_t done;   /* the caller waits here for pending == 0 */
-    pthread_mutex_t busy;  /* one job at a time; others run serially */
-    atomic_uint_fast64_t generation;
-    atomic_int pending;
+    pthread_mutex_t lock; /* guards sleeping and waking */
+    pthread_cond_t wake;  /* workers wait here for a new generation */
+    pthread_cond_t idle;  /* the caller waits here for done == nchunks */
+    pthread_mutex_t busy; /* one job at a time; others run serially */
+    _Atomic uint64_t state;
+    atomic_int done;
     int nthreads;
-    /* the current job, written before generation is bumped */
+    /* the current job, written before state announces it */
     mica_task_fn body;
     void *ctx;
     int64_t tasks;
-    int nchunks;
 } Pool;
 
 static Pool pool = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .wake = PTHREAD_COND_INITIALIZER,
-    .done = PTHREAD_COND_INITIALIZER,
+    .idle = PTHREAD_COND_INITIALIZER,
     .busy = PTHREAD_MUTEX_INITIALIZER,
     .nthreads = 1,
 };
@@ -56,39 +66,49 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-// chunk c of nchunks over [0, tasks): [tasks*c/nchunks, tasks*(c+1)/nchunks)
-static void run_chunk(int c) {
-    int64_t begin = (int64_t)((__int128)pool.tasks * c / pool.nchunks);
-    int64_t end = (int64_t)((__int128)pool.tasks * (c + 1) / pool.nchunks);
-    if (begin < end) pool.body(pool.ctx, begin, end);
+// Claims and runs chunks of job `gen` until none is left; chunk c of n is
+// [tasks*c/n, tasks*(c+1)/n).
+static void run_chunks(uint32_t gen) {
+    uint64_t s = atomic_load_explicit(&pool.state, memory_order_acquire);
+    for (;;) {
+        if (STATE_GEN(s) != gen || STATE_NEXT(s) >= STATE_CHUNKS(s)) return;
+        if (!atomic_compare_exchange_weak_explicit(&pool.state, &s, s + 1, memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue;
+        int c = STATE_NEXT(s), n = STATE_CHUNKS(s);
+        int64_t begin = (int64_t)((__int128)pool.tasks * c / n);
+        int64_t end = (int64_t)((__int128)pool.tasks * (c + 1) / n);
+        if (begin < end) pool.body(pool.ctx, begin, end);
+        if (atomic_fetch_add_explicit(&pool.done, 1, memory_order_acq_rel) + 1 == n) {
+            pthread_mutex_lock(&pool.lock);
+            pthread_cond_signal(&pool.idle);
+            pthread_mutex_unlock(&pool.lock);
+        }
+        s = atomic_load_explicit(&pool.state, memory_order_acquire);
+    }
 }
 
-static uint64_t wait_generation(uint64_t seen) {
+static uint32_t wait_generation(uint32_t seen) {
     for (int i = 0; i < MICA_SPIN; i++) {
-        uint64_t g = atomic_load_explicit(&pool.generation, memory_order_acquire);
+        uint32_t g = STATE_GEN(atomic_load_explicit(&pool.state, memory_order_acquire));
         if (g != seen) return g;
         cpu_relax();
     }
     pthread_mutex_lock(&pool.lock);
-    uint64_t g;
-    while ((g = atomic_load_explicit(&pool.generation, memory_order_acquire)) == seen)
+    uint32_t g;
+    while ((g = STATE_GEN(atomic_load_explicit(&pool.state, memory_order_acquire))) == seen)
         pthread_cond_wait(&pool.wake, &pool.lock);
     pthread_mutex_unlock(&pool.lock);
     return g;
 }
 
 static void *worker_main(void *arg) {
-    int id = (int)(intptr_t)arg;
-    uint64_t seen = 0;
+    (void)arg;
+    uint32_t seen = 0;
     in_pool_task = true;
     for (;;) {
         seen = wait_generation(seen);
-        if (id < pool.nchunks) run_chunk(id);
-        if (atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_acq_rel) == 1) {
-            pthread_mutex_lock(&pool.lock);
-            pthread_cond_signal(&pool.done);
-            pthread_mutex_unlock(&pool.lock);
-        }
+        run_chunks(seen);
     }
     return NULL;
 }
@@ -129,14 +149,14 @@ int mica_thread_count(void) {
     return pool.nthreads;
 }
 
-static void wait_pending(void) {
+static void wait_done(int nchunks) {
     for (int i = 0; i < MICA_SPIN; i++) {
-        if (atomic_load_explicit(&pool.pending, memory_order_acquire) == 0) return;
+        if (atomic_load_explicit(&pool.done, memory_order_acquire) == nchunks) return;
         cpu_relax();
     }
     pthread_mutex_lock(&pool.lock);
-    while (atomic_load_explicit(&pool.pending, memory_order_acquire) != 0)
-        pthread_cond_wait(&pool.done, &pool.lock);
+    while (atomic_load_explicit(&pool.done, memory_order_acquire) != nchunks)
+        pthread_cond_wait(&pool.idle, &pool.lock);
     pthread_mutex_unlock(&pool.lock);
 }
 
@@ -147,19 +167,20 @@ void mica_parallel_for(int64_t tasks, void (*body)(void *ctx, int64_t begin, int
         body(ctx, 0, tasks);
         return;
     }
+    int nchunks = tasks < nthreads ? (int)tasks : nthreads;
     pool.body = body;
     pool.ctx = ctx;
     pool.tasks = tasks;
-    pool.nchunks = tasks < nthreads ? (int)tasks : nthreads;
-    atomic_store_explicit(&pool.pending, nthreads - 1, memory_order_relaxed);
+    atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
+    uint32_t gen = STATE_GEN(atomic_load_explicit(&pool.state, memory_order_relaxed)) + 1;
     pthread_mutex_lock(&pool.lock);
-    atomic_fetch_add_explicit(&pool.generation, 1, memory_order_release);
+    atomic_store_explicit(&pool.state, (uint64_t)gen << 32 | (uint64_t)nchunks << 16, memory_order_release);
     pthread_cond_broadcast(&pool.wake);
     pthread_mutex_unlock(&pool.lock);
 
     in_pool_task = true;
-    run_chunk(0);
+    run_chunks(gen);
     in_pool_task = false;
-    wait_pending();
+    wait_done(nchunks);
     pthread_mutex_unlock(&pool.busy);
 }

@@ -107,10 +107,10 @@ static shape random_shape(int i) {
     shape s = {pick_dim(), pick_dim(), pick_dim(), rng_below(2), rng_below(2), rng_below(2), 0};
     if (i % 17 == 0) s.k = 0;
     if (i % 5 == 0) s.special = 1;
-    if (i % 11 == 0) { /* the blocked and threaded paths, several k blocks */
-        s.m = 40 + rng_below(160);
-        s.n = 40 + rng_below(160);
-        s.k = 200 + rng_below(400);
+    if (i % 13 == 0) { /* the blocked and threaded paths, k over several blocks (GEMM_KC = 256) */
+        s.m = 20 + rng_below(100);
+        s.n = 20 + rng_below(100);
+        s.k = 250 + rng_below(300);
     }
     return s;
 }
