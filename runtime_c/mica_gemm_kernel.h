@@ -110,10 +110,11 @@ static void G(pack_b)(GT *restrict bp, const gemm_args *g, int64_t j0, int64_t n
     for (int64_t q = q0; q < q1; q++) {
         int64_t j = j0 + q * GNR, nr = nc - q * GNR < GNR ? nc - q * GNR : GNR;
         GT *dst = bp + q * kc * GNR;
-        if (g->trans_b) { // B(p,j) = b[j*ldb + p]: walk GNR rows of b side by side
-            for (int64_t p = 0; p < kc; p++)
-                for (int c = 0; c < GNR; c++)
-                    dst[p * GNR + c] = c < nr ? b[(j + c) * g->ldb + p0 + p] : 0;
+        if (g->trans_b) { // B(p,j) = b[j*ldb + p]: read each row of b along p, scatter by GNR
+            for (int c = 0; c < GNR; c++) {
+                const GT *src = b + (j + c) * g->ldb + p0;
+                for (int64_t p = 0; p < kc; p++) dst[p * GNR + c] = c < nr ? src[p] : 0;
+            }
         } else { // B(p,j) = b[p*ldb + j]: a panel row is contiguous
             for (int64_t p = 0; p < kc; p++) {
                 const GT *src = b + (p0 + p) * g->ldb + j;
