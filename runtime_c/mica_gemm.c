@@ -162,6 +162,7 @@ static void *gemm_scratch(int slot, size_t bytes) {
 #endif
 #endif
 #define GT float
+#define GT_IS_FLOAT 1
 #define GNAME f32_base
 #define GVB 16
 #define GMR GEMM_BASE_F32_MR
@@ -173,6 +174,7 @@ static void *gemm_scratch(int slot, size_t bytes) {
 #include "mica_gemm_kernel.h"
 
 #define GT double
+#define GT_IS_FLOAT 0
 #define GNAME f64_base
 #define GVB 16
 #define GMR GEMM_BASE_F64_MR
@@ -190,6 +192,7 @@ static void *gemm_scratch(int slot, size_t bytes) {
 #define GEMM_SPLAT 0 /* AVX2 and AVX-512 broadcast straight from memory */
 #pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
 #define GT float
+#define GT_IS_FLOAT 1
 #define GNAME f32_avx2
 #define GVB 32
 #define GMR GEMM_AVX2_F32_MR
@@ -201,6 +204,7 @@ static void *gemm_scratch(int slot, size_t bytes) {
 #include "mica_gemm_kernel.h"
 
 #define GT double
+#define GT_IS_FLOAT 0
 #define GNAME f64_avx2
 #define GVB 32
 #define GMR GEMM_AVX2_F64_MR
@@ -214,6 +218,7 @@ static void *gemm_scratch(int slot, size_t bytes) {
 
 #pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
 #define GT float
+#define GT_IS_FLOAT 1
 #define GNAME f32_avx512
 #define GVB 64
 #define GMR GEMM_AVX512_F32_MR
@@ -225,6 +230,7 @@ static void *gemm_scratch(int slot, size_t bytes) {
 #include "mica_gemm_kernel.h"
 
 #define GT double
+#define GT_IS_FLOAT 0
 #define GNAME f64_avx512
 #define GVB 64
 #define GMR GEMM_AVX512_F64_MR

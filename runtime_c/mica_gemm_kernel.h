@@ -85,21 +85,65 @@ static void G(micro_edge)(int64_t kc, const GT *ap, const GT *bp, GT *c, int64_t
 
 /* ------------------------------------------------------------ packing */
 
+// 16-byte vectors and an in-register transpose of GL16 of them (GL16 x GL16
+// elements), for packing row-major A without a scalar load per element.
+#define GL16 ((int)(16 / sizeof(GT)))
+typedef GT G(vec16) __attribute__((vector_size(16)));
+
+static inline void G(transpose16)(G(vec16) *r) {
+#if GT_IS_FLOAT
+    G(vec16) t0 = __builtin_shufflevector(r[0], r[1], 0, 4, 1, 5);
+    G(vec16) t1 = __builtin_shufflevector(r[0], r[1], 2, 6, 3, 7);
+    G(vec16) t2 = __builtin_shufflevector(r[2], r[3], 0, 4, 1, 5);
+    G(vec16) t3 = __builtin_shufflevector(r[2], r[3], 2, 6, 3, 7);
+    r[0] = __builtin_shufflevector(t0, t2, 0, 1, 4, 5);
+    r[1] = __builtin_shufflevector(t0, t2, 2, 3, 6, 7);
+    r[2] = __builtin_shufflevector(t1, t3, 0, 1, 4, 5);
+    r[3] = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
+#else
+    G(vec16) t0 = __builtin_shufflevector(r[0], r[1], 0, 2);
+    r[1] = __builtin_shufflevector(r[0], r[1], 1, 3);
+    r[0] = t0;
+#endif
+}
+
+// ap is (kc, GMR): a full panel of row-major A (rows src + r*lda), by GL16 x GL16 transposes.
+static void G(pack_a_rows)(GT *restrict ap, const GT *src, int64_t lda, int64_t kc) {
+    int64_t p = 0;
+    for (; p + GL16 <= kc; p += GL16)
+        for (int r0 = 0; r0 < GMR; r0 += GL16) {
+            G(vec16) blk[GL16];
+            for (int q = 0; q < GL16; q++) __builtin_memcpy(&blk[q], src + (r0 + q) * lda + p, 16);
+            G(transpose16)(blk);
+            for (int q = 0; q < GL16; q++) __builtin_memcpy(ap + (p + q) * GMR + r0, &blk[q], 16);
+        }
+    for (; p < kc; p++)
+        for (int r = 0; r < GMR; r++) ap[p * GMR + r] = src[r * lda + p];
+}
+
 // ap gets rows [i0, i0+mc) x cols [p0, p0+kc) of op(A) as (kc, GMR) panels, zero-padded,
 // each element written GAW times.
 static void G(pack_a)(GT *restrict ap, const gemm_args *g, int64_t i0, int64_t mc,
                       int64_t p0, int64_t kc) {
     const GT *a = g->a;
-    for (int64_t ir = 0; ir < mc; ir += GMR) {
-        int64_t mr = mc - ir < GMR ? mc - ir : GMR;
-        for (int64_t p = 0; p < kc; p++) {
-            for (int r = 0; r < GMR; r++) {
-                int64_t i = i0 + ir + r;
-                GT x = r >= mr ? 0 : g->trans_a ? a[(p0 + p) * g->lda + i] : a[i * g->lda + p0 + p];
-                for (int l = 0; l < GAW; l++) ap[r * GAW + l] = x;
-            }
-            ap += GMR * GAW;
+    for (int64_t ir = 0; ir < mc; ir += GMR, ap += kc * GMR * GAW) {
+        int64_t mr = mc - ir < GMR ? mc - ir : GMR, i = i0 + ir;
+        if (mr == GMR && !GSPLAT && GMR % GL16 == 0) { // the common case, fast
+            if (g->trans_a) // A(i,p) = a[p*lda + i]: a panel row is contiguous
+                for (int64_t p = 0; p < kc; p++)
+                    __builtin_memcpy(ap + p * GMR, a + (p0 + p) * g->lda + i, GMR * sizeof(GT));
+            else
+                G(pack_a_rows)(ap, a + i * g->lda + p0, g->lda, kc);
+            continue;
         }
+        // element (r, p) of the panel is src[r*rs + p*ps]
+        int64_t rs = g->trans_a ? 1 : g->lda, ps = g->trans_a ? g->lda : 1;
+        const GT *src = g->trans_a ? a + p0 * g->lda + i : a + i * g->lda + p0;
+        for (int64_t p = 0; p < kc; p++)
+            for (int r = 0; r < GMR; r++) {
+                GT x = r < mr ? src[r * rs + p * ps] : 0;
+                for (int l = 0; l < GAW; l++) ap[(p * GMR + r) * GAW + l] = x;
+            }
     }
 }
 
@@ -115,7 +159,10 @@ static void G(pack_b)(GT *restrict bp, const gemm_args *g, int64_t j0, int64_t n
                 const GT *src = b + (j + c) * g->ldb + p0;
                 for (int64_t p = 0; p < kc; p++) dst[p * GNR + c] = c < nr ? src[p] : 0;
             }
-        } else { // B(p,j) = b[p*ldb + j]: a panel row is contiguous
+        } else if (nr == GNR) { // B(p,j) = b[p*ldb + j]: a panel row is contiguous
+            for (int64_t p = 0; p < kc; p++)
+                __builtin_memcpy(dst + p * GNR, b + (p0 + p) * g->ldb + j, GNR * sizeof(GT));
+        } else {
             for (int64_t p = 0; p < kc; p++) {
                 const GT *src = b + (p0 + p) * g->ldb + j;
                 for (int c = 0; c < GNR; c++) dst[p * GNR + c] = c < nr ? src[c] : 0;
@@ -171,7 +218,6 @@ static void G(cols_task)(void *ctx, int64_t q0, int64_t q1) { // tasks are B pan
 
 /* ------------------------------------------------------------ small products */
 
-typedef GT G(vec16) __attribute__((vector_size(16))); /* for rows narrower than a vector */
 
 // A(i,p): the one element fetch the small path needs
 static inline GT G(a_at)(const gemm_args *g, int64_t i, int64_t p) {
@@ -286,6 +332,8 @@ static void G(gemm)(gemm_args *g) {
 #undef GVL
 #undef GNR
 #undef GAW
+#undef GL16
+#undef GT_IS_FLOAT
 #undef GSPLAT
 #undef GT
 #undef GNAME
