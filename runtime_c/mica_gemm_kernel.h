@@ -51,13 +51,16 @@ static void G(micro)(int64_t kc, const GT *restrict ap, const GT *restrict bp,
             acc[r][v] = (flags & GEMM_LOAD) ? G(loadu)(c + r * ldc + v * GVL) : (G(vec)){0};
     for (int64_t p = 0; p < kc; p++) {
         G(vec) bv[GNV];
+#pragma clang loop unroll(full) /* acc must live in registers: unroll past clang's default limits */
         for (int v = 0; v < GNV; v++) bv[v] = G(loadu)(bp + v * GVL);
+#pragma clang loop unroll(full)
         for (int r = 0; r < GMR; r++) {
 #if GSPLAT
             G(vec) ar = G(loadu)(ap + r * GVL);
 #else
             GT ar = ap[r];
 #endif
+#pragma clang loop unroll(full)
             for (int v = 0; v < GNV; v++) acc[r][v] = acc[r][v] + bv[v] * ar; // never fused
         }
         ap += GMR * GAW;
