@@ -35,6 +35,7 @@
 #include "mica_gemm.h"
 #include "mica_threads.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,22 +95,48 @@ typedef struct { /* one (nc columns) x (kc depth) block of the product */
 
 enum { GEMM_SCRATCH_A, GEMM_SCRATCH_B, GEMM_SCRATCH_T, GEMM_SCRATCH_SLOTS };
 
-// A per-thread, grow-only buffer: packing reuses warm memory, and no call
-// pays for mmap and page faults (musl maps large blocks fresh each malloc).
+// Per-thread, grow-only buffers: packing reuses warm memory, and no call pays
+// for mmap and page faults (musl maps large blocks afresh on each malloc).
+// A thread's buffers are freed when it exits.
+typedef struct {
+    void *ptr[GEMM_SCRATCH_SLOTS];
+    size_t cap[GEMM_SCRATCH_SLOTS];
+} gemm_scratch_set;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static _Thread_local gemm_scratch_set *scratch_mine;
+
+static void scratch_free(void *set) {
+    gemm_scratch_set *s = set;
+    for (int i = 0; i < GEMM_SCRATCH_SLOTS; i++) free(s->ptr[i]);
+    free(s);
+}
+
+static void scratch_init(void) {
+    pthread_key_create(&scratch_key, scratch_free);
+}
+
+static _Noreturn void scratch_oom(size_t bytes) {
+    fprintf(stderr, "mica: out of memory in matrix product (%zu bytes)\n", bytes);
+    abort();
+}
+
 static void *gemm_scratch(int slot, size_t bytes) {
-    static _Thread_local void *ptr[GEMM_SCRATCH_SLOTS];
-    static _Thread_local size_t cap[GEMM_SCRATCH_SLOTS];
-    if (bytes > cap[slot]) {
-        free(ptr[slot]);
-        size_t want = (bytes + bytes / 4 + 63) & ~(size_t)63;
-        ptr[slot] = aligned_alloc(64, want);
-        if (!ptr[slot]) {
-            fprintf(stderr, "mica: out of memory in matrix product (%zu bytes)\n", want);
-            abort();
-        }
-        cap[slot] = want;
+    gemm_scratch_set *s = scratch_mine;
+    if (!s) {
+        pthread_once(&scratch_once, scratch_init);
+        if (!(s = calloc(1, sizeof *s))) scratch_oom(sizeof *s);
+        pthread_setspecific(scratch_key, s);
+        scratch_mine = s;
     }
-    return ptr[slot];
+    if (bytes > s->cap[slot]) {
+        free(s->ptr[slot]);
+        size_t want = (bytes + bytes / 4 + 63) & ~(size_t)63;
+        if (!(s->ptr[slot] = aligned_alloc(64, want))) scratch_oom(want);
+        s->cap[slot] = want;
+    }
+    return s->ptr[slot];
 }
 
 /* ------------------------------------------------------------ instantiations */
