@@ -17,8 +17,9 @@
  *   - no fused multiply-add: built with -ffp-contract=off and no fast-math;
  *     IEEE mul and add round identically in every vector unit used here;
  *   - vectors span j (a row of c), never p, so no sum is reassociated;
- *   - blocking over k carries the running sum through c in order, and an
- *     accumulating product over several k blocks sums into scratch first;
+ *   - blocking over k carries the running sum through c in order; an
+ *     accumulating product runs k <= GEMM_ACC_BLOCKS*GEMM_KC as one block
+ *     (c + acc at the end) and longer ones sum into a temporary first;
  *   - threads split c into disjoint tiles: one sum is never split.
  * Outside the contract: which NaN bit pattern a NaN result carries (x86 and
  * ARM make different default NaNs); every NaN stays a NaN.
@@ -29,8 +30,10 @@
  * GMC x GKC block at a time into GMR-tall panels, and runs a GMR x GNR
  * register-blocked micro-kernel written with clang vector extensions. The
  * kernel code is in mica_gemm_kernel.h, instantiated here per element type
- * and instruction set; x86_64 picks AVX-512, AVX2 or SSE2 at run time.
- * Products under GEMM_SMALL_WORK multiply-adds skip packing altogether.
+ * and instruction set; x86_64 picks AVX-512, AVX2 or SSE2 at run time
+ * (CPUID), since the bits are the same and AVX-512 is 4x faster than SSE2.
+ * Products of at most GEMM_SMALL_WORK multiply-adds (8x that when B rows
+ * are contiguous) skip packing; threads join from GEMM_PARALLEL_WORK on.
  */
 #include "mica_gemm.h"
 #include "mica_threads.h"
@@ -93,7 +96,7 @@ typedef struct { /* one (nc columns) x (kc depth) block of the product */
     int flags;
 } gemm_block;
 
-enum { GEMM_SCRATCH_A, GEMM_SCRATCH_B, GEMM_SCRATCH_T, GEMM_SCRATCH_SLOTS };
+enum { GEMM_SCRATCH_A, GEMM_SCRATCH_B, GEMM_SCRATCH_SLOTS };
 
 // Per-thread, grow-only buffers: packing reuses warm memory, and no call pays
 // for mmap and page faults (musl maps large blocks afresh on each malloc).
@@ -120,6 +123,13 @@ static void scratch_init(void) {
 static _Noreturn void scratch_oom(size_t bytes) {
     fprintf(stderr, "mica: out of memory in matrix product (%zu bytes)\n", bytes);
     abort();
+}
+
+static void *gemm_alloc(size_t bytes) {
+    size_t want = (bytes + 63) & ~(size_t)63;
+    void *p = aligned_alloc(64, want);
+    if (!p) scratch_oom(want);
+    return p;
 }
 
 static void *gemm_scratch(int slot, size_t bytes) {
@@ -172,6 +182,9 @@ static void *gemm_scratch(int slot, size_t bytes) {
 #endif
 #ifndef GEMM_KC
 #define GEMM_KC 256
+#endif
+#ifndef GEMM_ACC_BLOCKS
+#define GEMM_ACC_BLOCKS 4 /* an accumulating product runs k <= 4*GEMM_KC as one block */
 #endif
 #ifndef GEMM_MC_PANELS
 #define GEMM_MC_PANELS 16 /* GMC = this many micro-tile rows */

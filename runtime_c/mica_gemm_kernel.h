@@ -274,19 +274,20 @@ static void G(add_task)(void *ctx, int64_t i0, int64_t i1) { // c += tmp, row by
     }
 }
 
-// Runs the blocked product, writing (not accumulating) op(A) op(B) into g->c
-// unless g->accumulate and k fits one GKC block.
+// Runs the blocked product. With g->accumulate, k must fit one block: an
+// accumulating block is up to GEMM_ACC_BLOCKS * GKC deep, so c is read once.
 static void G(blocked)(const gemm_args *g, bool parallel) {
     gemm_block blk = {.g = g};
+    int64_t kcmax = g->accumulate ? GEMM_ACC_BLOCKS * GKC : GKC;
     int64_t mpanels = (g->m + GMR - 1) / GMR;
     int threads = parallel ? mica_thread_count() : 1;
     for (int64_t j0 = 0; j0 < g->n; j0 += GNC) {
         blk.j0 = j0;
         blk.nc = g->n - j0 < GNC ? g->n - j0 : GNC;
         blk.npanels = (blk.nc + GNR - 1) / GNR;
-        for (int64_t p0 = 0; p0 < g->k; p0 += GKC) {
+        for (int64_t p0 = 0; p0 < g->k; p0 += kcmax) {
             blk.p0 = p0;
-            blk.kc = g->k - p0 < GKC ? g->k - p0 : GKC;
+            blk.kc = g->k - p0 < kcmax ? g->k - p0 : kcmax;
             blk.flags = (p0 > 0 ? GEMM_LOAD : 0) | (g->accumulate ? GEMM_ADD : 0);
             blk.bp = gemm_scratch(GEMM_SCRATCH_B, (size_t)blk.npanels * GNR * blk.kc * sizeof(GT));
             if (threads == 1) {
@@ -313,13 +314,14 @@ static void G(gemm)(gemm_args *g) {
         return;
     }
     bool parallel = work >= GEMM_PARALLEL_WORK;
-    if (!(g->accumulate && g->k > GKC)) {
+    if (!g->accumulate || g->k <= GEMM_ACC_BLOCKS * GKC) {
         G(blocked)(g, parallel);
         return;
     }
     // Accumulating over several k blocks: c must keep its old value until the
-    // whole sum is known, so sum into a scratch (m,n) and add it at the end.
-    g->tmp = gemm_scratch(GEMM_SCRATCH_T, (size_t)g->m * g->n * sizeof(GT));
+    // whole sum is known, so sum into a temporary (m,n) and add it at the end.
+    // (k is long here, so the allocation is cheap next to the product.)
+    g->tmp = gemm_alloc((size_t)g->m * g->n * sizeof(GT));
     gemm_args t = *g;
     t.c = g->tmp;
     t.ldc = g->n;
@@ -327,6 +329,7 @@ static void G(gemm)(gemm_args *g) {
     G(blocked)(&t, parallel);
     if (parallel) mica_parallel_for(g->m, G(add_task), g);
     else G(add_task)(g, 0, g->m);
+    free(g->tmp);
 }
 
 #undef GCAT2

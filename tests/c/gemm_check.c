@@ -112,6 +112,12 @@ static shape random_shape(int i) {
         s.n = 20 + rng_below(100);
         s.k = 250 + rng_below(300);
     }
+    if (i % 29 == 0) { /* accumulating over more than GEMM_ACC_BLOCKS blocks: the temporary */
+        s.m = 20 + rng_below(30);
+        s.n = 20 + rng_below(30);
+        s.k = 1000 + rng_below(200);
+        s.acc = 1;
+    }
     return s;
 }
 
