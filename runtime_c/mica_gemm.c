@@ -98,6 +98,10 @@ typedef struct { /* one (nc columns) x (kc depth) block of the product */
 
 enum { GEMM_SCRATCH_A, GEMM_SCRATCH_B, GEMM_SCRATCH_SLOTS };
 
+#if defined(__x86_64__)
+static bool gemm_cpu_has_avx; /* set with the instruction set, before any product */
+#endif
+
 // Per-thread, grow-only buffers: packing reuses warm memory, and no call pays
 // for mmap and page faults (musl maps large blocks afresh on each malloc).
 // A thread's buffers are freed when it exits.
@@ -306,6 +310,7 @@ static int x86_level(void) {
     unsigned xcr0, xcr0_hi;
     __asm__ volatile("xgetbv" : "=a"(xcr0), "=d"(xcr0_hi) : "c"(0));
     if ((xcr0 & 0x6) != 0x6) return 0; /* XMM and YMM state */
+    gemm_cpu_has_avx = true;
     if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return 0;
     if (!(ebx & (1u << 5))) return 0; /* AVX2 */
     if ((ebx & (1u << 16)) && (xcr0 & 0xE6) == 0xE6) return 2; /* AVX512F, opmask + ZMM state */
