@@ -33,7 +33,8 @@
  * and instruction set; x86_64 picks AVX-512, AVX2 or SSE2 at run time
  * (CPUID), since the bits are the same and AVX-512 is 4x faster than SSE2.
  * Products of at most GEMM_SMALL_WORK multiply-adds (8x that when B rows
- * are contiguous) skip packing; threads join from GEMM_PARALLEL_WORK on.
+ * are contiguous) skip packing, and so do products of a few rows against a
+ * row-major B (vector-matrix); threads join from GEMM_PARALLEL_WORK on.
  */
 #include "mica_gemm.h"
 #include "mica_threads.h"
@@ -86,7 +87,8 @@ typedef struct {
     int64_t m, n, k, lda, ldb, ldc;
     const void *a, *b;
     void *c;
-    void *tmp; /* (m,n) partial sums when accumulating over several k blocks */
+    void *tmp;     /* (m,n) partial sums when accumulating over several k blocks */
+    int64_t strip; /* columns per task of the thin path */
 } gemm_args;
 
 typedef struct { /* one (nc columns) x (kc depth) block of the product */
@@ -186,6 +188,10 @@ static void *gemm_scratch(int slot, size_t bytes) {
 #endif
 #ifndef GEMM_KC
 #define GEMM_KC 256
+#endif
+#ifndef GEMM_THIN_ROWS
+#define GEMM_THIN_ROWS 4   /* products with at most this many rows stream B unpacked */
+#define GEMM_THIN_COLS 4096 /* ... a strip of at most this many columns at a time */
 #endif
 #ifndef GEMM_ACC_BLOCKS
 #define GEMM_ACC_BLOCKS 4 /* an accumulating product runs k <= 4*GEMM_KC as one block */

@@ -268,6 +268,49 @@ static void G(small)(const gemm_args *g) {
     }
 }
 
+/* ------------------------------------------------------------ thin products */
+
+// A few rows of c (m <= GEMM_THIN_ROWS) against row-contiguous B, as in a
+// vector-matrix product. Packing B would cost more than the product, so B is
+// streamed row by row, once, while the running sums of a strip of c (up to
+// GEMM_THIN_COLS wide) wait in a scratch buffer. Per element the order is
+// still p = 0, 1, ... Tasks are strips: c is (m, g->strip) per task.
+static void G(thin_task)(void *ctx, int64_t s0, int64_t s1) {
+    const gemm_args *g = ctx;
+    const GT *b = g->b;
+    int64_t ws = g->strip;
+    GT *acc = gemm_scratch(GEMM_SCRATCH_A, (size_t)g->m * ws * sizeof(GT));
+    for (int64_t s = s0; s < s1; s++) {
+        int64_t j0 = s * ws, w = g->n - j0 < ws ? g->n - j0 : ws;
+        int64_t wv = w - w % GVL; /* vector part of the strip */
+        __builtin_memset(acc, 0, (size_t)g->m * ws * sizeof(GT));
+        for (int64_t p = 0; p < g->k; p++) {
+            const GT *bp = b + p * g->ldb + j0;
+            for (int64_t r = 0; r < g->m; r++) {
+                GT ar = G(a_at)(g, r, p), *ac = acc + r * ws;
+                for (int64_t j = 0; j < wv; j += GVL)
+                    G(storeu)(ac + j, G(loadu)(ac + j) + G(loadu)(bp + j) * ar);
+                for (int64_t j = wv; j < w; j++) ac[j] = ac[j] + ar * bp[j];
+            }
+        }
+        for (int64_t r = 0; r < g->m; r++) {
+            GT *c = (GT *)g->c + r * g->ldc + j0;
+            const GT *ac = acc + r * ws;
+            for (int64_t j = 0; j < w; j++) c[j] = g->accumulate ? c[j] + ac[j] : ac[j];
+        }
+    }
+}
+
+static void G(thin)(gemm_args *g, bool parallel) {
+    int threads = parallel ? mica_thread_count() : 1;
+    int64_t w = (g->n + threads - 1) / threads; // one strip per thread when it fits
+    w = w < GEMM_THIN_COLS ? w : GEMM_THIN_COLS;
+    g->strip = (w + 15) & ~(int64_t)15;
+    int64_t strips = (g->n + g->strip - 1) / g->strip;
+    if (threads > 1) mica_parallel_for(strips, G(thin_task), g);
+    else G(thin_task)(g, 0, strips);
+}
+
 /* ------------------------------------------------------------ driver */
 
 static void G(add_task)(void *ctx, int64_t i0, int64_t i1) { // c += tmp, row by row
@@ -319,6 +362,10 @@ static void G(gemm)(gemm_args *g) {
         return;
     }
     bool parallel = work >= GEMM_PARALLEL_WORK;
+    if (g->m <= GEMM_THIN_ROWS && g->m < GMR && !g->trans_b) {
+        G(thin)(g, parallel);
+        return;
+    }
     if (!g->accumulate || g->k <= GEMM_ACC_BLOCKS * GKC) {
         G(blocked)(g, parallel);
         return;

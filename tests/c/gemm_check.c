@@ -112,6 +112,11 @@ static shape random_shape(int i) {
         s.n = 20 + rng_below(100);
         s.k = 250 + rng_below(300);
     }
+    if (i % 31 == 0) { /* a few rows, many columns: the thin path, threaded */
+        s.m = 1 + rng_below(5);
+        s.n = 300 + rng_below(300);
+        s.k = 150 + rng_below(150);
+    }
     if (i % 29 == 0) { /* accumulating over more than GEMM_ACC_BLOCKS blocks: the temporary */
         s.m = 20 + rng_below(30);
         s.n = 20 + rng_below(30);
