@@ -27,10 +27,6 @@ SHAPES = {
 }
 
 
-def defaults(isa: str) -> dict[str, str]:  # the other groups need their macros too
-    return {f"GEMM_{MACRO[i]}_F32_MR": "" for i in MACRO if i != isa}
-
-
 def build(isa: str, mr: int, nv: int, out: Path, extra: list[str]) -> Path:
     exe = out / f"bench_{isa}_{mr}x{nv}"
     m = MACRO[isa]

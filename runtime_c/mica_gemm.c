@@ -157,10 +157,13 @@ static void *gemm_scratch(int slot, size_t bytes) {
 
 /* ------------------------------------------------------------ instantiations */
 
-/* Micro-tile shapes per instruction set, chosen by measurement (see
- * bench/gemm.py); each can be overridden with -D for experiments. The
- * accumulators (GMR x GNV vectors) plus GNV B vectors and a temporary
- * must fit the register file: 16 on SSE2/AVX2, 32 on AVX-512 and NEON. */
+/* Micro-tile shapes per instruction set (GMR rows x GNV vectors), measured
+ * with bench/gemm_shapes.py; each can be overridden with -D. The GMR x GNV
+ * accumulators plus GNV B vectors and temporaries must fit the register
+ * file (16 on SSE2/AVX2, 32 on AVX-512 and NEON) or the kernel spills. On
+ * the Zen 5 measured, every shape that fits runs within noise of the peak
+ * of separate multiply and add (4x, 6x and 8x rows alike); 6x16 on AVX2
+ * needs fewer loads per product than 4x16, for CPUs with fewer load ports. */
 #ifndef GEMM_BASE_F32_MR
 #if defined(__aarch64__) /* 8x12 spills: the scheduler hoists all products */
 #define GEMM_BASE_F32_MR 8
