@@ -195,11 +195,8 @@ void mica_check_shape(int64_t got, int64_t want, int line, const char *what);
 #define MICA_GLUE(a, b) MICA_GLUE_(a, b)
 #define MICA_GLUE_(a, b) a##b
 
-/* C(m,n) = op(A)(m,k) * op(B)(k,n), row-major, see mica_gemm.c for the summation order. */
-void mica_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                   const float *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
-void mica_gemm_f64(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
-                   const double *b, int64_t ldb, double *c, int64_t ldc, bool accumulate);
+#include "mica_gemm.h"
+#include "mica_threads.h"
 
 /* Plain kernels, one per operation and element type; shapes are passed
  * as ints after the pointers (outputs first, as in llm.c). */
