@@ -4,6 +4,15 @@
 
 #include <string.h>
 
+/* A row operation's rows run on the pool when there is enough work to share;
+ * below that, starting the threads costs more than it saves. */
+static void mica_for_rows(int64_t rows, int64_t cols, mica_task_fn body, void *job) {
+    if (rows * cols < ((int64_t)1 << 14))
+        body(job, 0, rows);
+    else
+        mica_parallel_for(rows, body, job);
+}
+
 #define T double
 #define S f64
 #define DTYPE MICA_F64
