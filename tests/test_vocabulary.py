@@ -10,42 +10,7 @@ import numpy as np
 import pytest
 
 from helpers import build_text, run, run_text
-
-GAMMA = 0x9E3779B97F4A7C15
-MASK = 2**64 - 1
-
-
-def mix(z: int) -> int:
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
-    return z ^ (z >> 31)
-
-
-class Generator:
-    """mica_random.c's generator, written from its documentation."""
-
-    def __init__(self, seed: int):
-        self.key = mix((seed + GAMMA) & MASK)
-        self.counter = 0
-
-    def draw(self) -> int:
-        value = mix((self.key + self.counter * GAMMA) & MASK)
-        self.counter += 1
-        return value
-
-    def uniform(self, low: float, high: float) -> float:
-        return low + (high - low) * ((self.draw() >> 11) * 2.0**-53)
-
-    def random_int(self, n: int) -> int:
-        m = self.draw() * n
-        low = m & MASK
-        if low < n:
-            threshold = (2**64 - n) % n
-            while low < threshold:
-                m = self.draw() * n
-                low = m & MASK
-        return m >> 64
-
+from micatool.reference import Generator
 
 def floats(text: str) -> list[float]:
     return [float(x) for x in text.split()]
