@@ -26,7 +26,7 @@ from . import ast, lower_vocabulary  # noqa: F401  (lower_vocabulary registers i
 from .analyzer import Analysis
 from .ctypes import CTypes, c_name
 from .cvalue import CValue
-from .lower_expr import ExprLowering, passed_by_pointer
+from .lower_expr import ExprLowering, balanced, passed_by_pointer
 from .lower_tape import TapeLowering
 from .symbols import RoutineSymbol, VarSymbol
 from .types import INTEGER_RANGES, Array, Record, Scalar, Tensor, Tracked, Type, needs_drop, plain, substitute
@@ -42,6 +42,13 @@ _templates = jinja2.Environment(
 
 def lower(analysis: Analysis) -> str:
     return Lowering(analysis).render()
+
+
+def bare(text: str) -> str:
+    """A condition without the parentheses its own expression wrapped it in."""
+    if text.startswith("(") and text.endswith(")") and balanced(text[1:-1]):
+        return text[1:-1]
+    return text
 
 
 def c_string_literal(text: str) -> str:
@@ -347,7 +354,7 @@ class FunctionLowering(ExprLowering, TapeLowering):
 
     def stmt_If(self, s: ast.If):
         cond = self.condition(s.cond)
-        self.line(f"if ({cond}) {{")
+        self.line(f"if ({bare(cond)}) {{")
         with self.indented():
             self.stmt(s.then)
         if s.otherwise is not None:
@@ -361,7 +368,7 @@ class FunctionLowering(ExprLowering, TapeLowering):
         self.line("for (;;) {")
         with self.indented():
             cond = self.condition(s.cond)
-            self.line(f"if (!({cond})) break;")
+            self.line(f"if (!({bare(cond)})) break;")
             self.loop_body(loop, lambda: self.stmt(s.body))
         self.line("}")
 
@@ -371,7 +378,7 @@ class FunctionLowering(ExprLowering, TapeLowering):
         with self.indented():
             self.loop_body(loop, lambda: self.stmts(s.body))
             cond = self.condition(s.cond)
-            self.line(f"if ({cond}) break;")
+            self.line(f"if ({bare(cond)}) break;")
         self.line("}")
 
     def loop_body(self, loop: Loop, body) -> None:

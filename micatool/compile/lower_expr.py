@@ -531,11 +531,11 @@ def passed_by_pointer(t: Type) -> bool:
 
 
 def _paren(text: str) -> str:
-    simple = text.replace("_", "").replace(".", "").isalnum() or (text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]))
+    simple = text.replace("_", "").replace(".", "").isalnum() or (text.startswith("(") and text.endswith(")") and balanced(text[1:-1]))
     return text if simple else f"({text})"
 
 
-def _balanced(text: str) -> bool:
+def balanced(text: str) -> bool:
     depth = 0
     for c in text:
         depth += c == "("
