@@ -6,6 +6,10 @@
  *   - no fma: the pragma below forbids contraction even when a build forgets
  *     -ffp-contract=off (clang honours it unless told -ffp-contract=fast);
  *   - no libm, no long double; powers of two are made in the exponent bits;
+ *   - integer work is exact by nature: sin/cos's Payne-Hanek reduction
+ *     multiplies 64-bit words (PTX mul.lo/mul.hi.u64), shifts and counts
+ *     leading zeros, and turns integers under 2^53 (2^24) into doubles
+ *     (floats) exactly;
  *   - nan results are built from bits, never from 0/0 (x86_64 makes a
  *     negative nan there, aarch64 a positive one).
  * Polynomials are Horner, innermost (highest) coefficient first; their
@@ -566,6 +570,294 @@ float mica_silu_grad_f32(float x) {
     }
     float sn = sigmoid_parts_f32(x, 0.0f, &small, &k);
     return scale_f32(small * (1.0f + x * sn), k);
+}
+
+/* ------------------------------------------------------------ sin, cos */
+
+/* x = k*pi/2 + r, |r| <= pi/4 (a hair more), r carried as rh + rl;
+ * sin x and cos x are then +-sin r or +-cos r by k mod 4.
+ *
+ * Cody-Waite, |x| < 2^20 (f64) / 2^15 (f32): pi/2 = P[0] + P[1] + ...,
+ * every part but the last so short (33 bits f64, 9 bits f32) that k*P[i]
+ * is exact for |k| < 2^20 / 2^15; the last is rounded to full precision.
+ * x - k*P[0] is exact (Sterbenz), the middle parts are taken off with
+ * two_sum and their rounding errors gathered in l, and the last, tiny
+ * product joins l. pi/2 is carried to 2^-160 (f64) / 2^-78 (f32), so
+ * the error of rh + rl stays below 2^-136 / 2^-62 even at the largest k. */
+static const double PIO2_CW_F64[4] = {
+    0x1.921fb544p+0, 0x1.0b4611a6p-34, 0x1.3198a2ep-69, 0x1.b839a252049c1p-104,
+};
+static const float PIO2_CW_F32[6] = {
+    0x1.92p+0f, 0x1.fbp-12f, 0x1.51p-22f, 0x1.0bp-34f, 0x1.18p-44f, 0x1.1a6264p-54f,
+};
+#define INV_PIO2_F64 0x1.45f306dc9c883p-1
+#define INV_PIO2_F32 0x1.45f306p-1f
+#define PIO4_F64 0x1.921fb54442d18p-1
+#define PIO4_F32 0x1.921fb6p-1f
+/* pi/2 = PIO2_HI + PIO2_LO, for turning Payne-Hanek's fraction into radians. */
+#define PIO2_HI_F64 0x1.921fb54442d18p+0
+#define PIO2_LO_F64 0x1.1a62633145c07p-54
+#define PIO2_HI_F32 0x1.921fb6p+0f
+#define PIO2_LO_F32 -0x1.777a5cp-25f
+
+/* Round x*2/pi to k (the sum and difference with SHIFT), then take k*pi/2
+ * off in parts. Returns k; |k| < 2^20 (f64) / 2^15 (f32). */
+static int reduce_cw_f64(double x, double *rh, double *rl) {
+    double kd = x * INV_PIO2_F64 + ROUND_SHIFT_F64;
+    kd = kd - ROUND_SHIFT_F64;
+    double h = x - kd * PIO2_CW_F64[0]; /* exact */
+    double l = 0.0, e;
+    for (int i = 1; i < 3; i++) {
+        h = two_sum_f64(h, -(kd * PIO2_CW_F64[i]), &e);
+        l = l + e;
+    }
+    l = l - kd * PIO2_CW_F64[3];
+    *rh = two_sum_f64(h, l, rl);
+    return (int)kd;
+}
+
+static int reduce_cw_f32(float x, float *rh, float *rl) {
+    float kd = x * INV_PIO2_F32 + ROUND_SHIFT_F32;
+    kd = kd - ROUND_SHIFT_F32;
+    float h = x - kd * PIO2_CW_F32[0];
+    float l = 0.0f, e;
+    for (int i = 1; i < 5; i++) {
+        h = two_sum_f32(h, -(kd * PIO2_CW_F32[i]), &e);
+        l = l + e;
+    }
+    l = l - kd * PIO2_CW_F32[5];
+    *rh = two_sum_f32(h, l, rl);
+    return (int)kd;
+}
+
+/* Payne-Hanek, for the larger |x|, in integers: the bits of 2/pi,
+ * 0.a2f9836e..., 64 to a word, after one word of zeros (so that a window
+ * may start up to 64 bits before the binary point). 1216 bits cover every
+ * double: a window ends at most 1161 bits after the point. */
+static const uint64_t TWO_OVER_PI[20] = {
+    0x0000000000000000ull, 0xa2f9836e4e441529ull, 0xfc2757d1f534ddc0ull, 0xdb6295993c439041ull,
+    0xfe5163abdebbc561ull, 0xb7246e3a424dd2e0ull, 0x06492eea09d1921cull, 0xfe1deb1cb129a73eull,
+    0xe88235f52ebb4484ull, 0xe99c7026b45f7e41ull, 0x3991d639835339f4ull, 0x9c845f8bbdf9283bull,
+    0x1ff897ffde05980full, 0xef2f118b5a0a6d1full, 0x6d367ecf27cb09b7ull, 0x4f463f669e5fea2dull,
+    0x7527bac7ebe5f17bull, 0x3d0739f78a5292eaull, 0x6bfb5fb11f8d5d08ull, 0x56033046fc7b6babull,
+};
+
+/* a*b = hi*2^64 + lo (PTX: mul.hi.u64, mul.lo.u64). */
+static uint64_t mul_64x64(uint64_t a, uint64_t b, uint64_t *lo) {
+    unsigned __int128 p = (unsigned __int128)a * b;
+    *lo = (uint64_t)p;
+    return (uint64_t)(p >> 64);
+}
+
+/* Bits b.. of the table as one word; (w >> 1) >> (63 - s) is w >> (64 - s)
+ * without shifting by 64 when s = 0. */
+static uint64_t two_over_pi_word(int b) {
+    int w = b >> 6, s = b & 63;
+    return (TWO_OVER_PI[w] << s) | ((TWO_OVER_PI[w + 1] >> 1) >> (63 - s));
+}
+
+/* For a = m * 2^e (m < 2^53 an integer, -62 <= e <= 971):
+ * a*2/pi = 4j + q + f, j an integer, q in 0..3, -1/2 <= f < 1/2; returns q,
+ * *neg = (f < 0), and |f| = (f0*2^64 + f1) * 2^(-128 - *s), f0's top bit set.
+ * Only the bits of 2/pi from 2^-(e-1) on matter (earlier ones add multiples
+ * of 4), so m times the 192-bit window W starting there, mod 2^192, is
+ * (q + f)*2^190; the bits past the window add under 2^-137 to q + f. */
+static int reduce_ph_bits(uint64_t m, int e, uint64_t *f0, uint64_t *f1, int *s, int *neg) {
+    int b = e + 62; /* the window's first bit, counted from the table's first */
+    uint64_t w0 = two_over_pi_word(b), w1 = two_over_pi_word(b + 64), w2 = two_over_pi_word(b + 128);
+    uint64_t l2, h2 = mul_64x64(m, w2, &l2);
+    uint64_t l1, h1 = mul_64x64(m, w1, &l1);
+    uint64_t r1 = l1 + h2;
+    uint64_t r0 = m * w0 + h1 + (r1 < l1 ? 1 : 0); /* mod 2^64 */
+    int q = (int)(r0 >> 62);
+    uint64_t a0 = (r0 << 2) | (r1 >> 62), a1 = (r1 << 2) | (l2 >> 62); /* f in [0, 1), 128 bits */
+    *neg = 0;
+    if (a0 >> 63) { /* f >= 1/2: the next quadrant, f - 1 = -(2^128 - a)*2^-128 */
+        q = q + 1;
+        *neg = 1;
+        a1 = ~a1 + 1;
+        a0 = ~a0 + (a1 == 0 ? 1 : 0);
+    }
+    int sh = 0;
+    if (a0 == 0) {
+        a0 = a1;
+        a1 = 0;
+        sh = 64;
+    }
+    if (a0 != 0) { /* always, for a finite argument */
+        int z = __builtin_clzll(a0); /* PTX: clz.b64 */
+        a0 = (a0 << z) | ((a1 >> 1) >> (63 - z));
+        a1 = a1 << z;
+        sh = sh + z;
+    }
+    *f0 = a0;
+    *f1 = a1;
+    *s = sh;
+    return q & 3;
+}
+
+/* x = k*pi/2 + rh + rl for finite |x| >= 2^20; returns k mod 4. The top
+ * 106 bits of |f| become hi + lo exactly; (hi + lo)*pi/2 in double-length
+ * arithmetic. The sign of x goes on last: -x has quadrant -q, remainder -r. */
+static int reduce_ph_f64(double x, double *rh, double *rl) {
+    uint64_t u = bits_f64(x) & 0x7fffffffffffffffull;
+    uint64_t m = (u & 0x000fffffffffffffull) | 0x0010000000000000ull;
+    uint64_t f0, f1;
+    int s, neg;
+    int q = reduce_ph_bits(m, (int)(u >> 52) - 1075, &f0, &f1, &s, &neg);
+    double hi = (double)(f0 >> 11) * pow2_f64(-53 - s);
+    double lo = (double)(((f0 & 0x7ff) << 42) | (f1 >> 22)) * pow2_f64(-106 - s);
+    double pl, ph = two_prod_f64(hi, PIO2_HI_F64, &pl);
+    pl = pl + (hi * PIO2_LO_F64 + lo * PIO2_HI_F64);
+    double r = ph + pl;
+    double e = pl - (r - ph);
+    if ((x < 0.0) != (neg != 0)) {
+        r = -r;
+        e = -e;
+    }
+    *rh = r;
+    *rl = e;
+    return x < 0.0 ? (4 - q) & 3 : q;
+}
+
+/* The same for finite |x| >= 2^15 in float: hi and lo are the top 48 bits
+ * of |f|; s <= 29 for every float (checked exhaustively), so the
+ * powers of two are normal. */
+static int reduce_ph_f32(float x, float *rh, float *rl) {
+    uint32_t u = bits_f32(x) & 0x7fffffffu;
+    uint64_t m = (u & 0x007fffffu) | 0x00800000u;
+    uint64_t f0, f1;
+    int s, neg;
+    int q = reduce_ph_bits(m, (int)(u >> 23) - 150, &f0, &f1, &s, &neg);
+    (void)f1;
+    float hi = (float)(uint32_t)(f0 >> 40) * pow2_f32(-24 - s);
+    float lo = (float)(uint32_t)((f0 >> 16) & 0xffffffu) * pow2_f32(-48 - s);
+    float pl, ph = two_prod_f32(hi, PIO2_HI_F32, &pl);
+    pl = pl + (hi * PIO2_LO_F32 + lo * PIO2_HI_F32);
+    float r = ph + pl;
+    float e = pl - (r - ph);
+    if ((x < 0.0f) != (neg != 0)) {
+        r = -r;
+        e = -e;
+    }
+    *rh = r;
+    *rl = e;
+    return x < 0.0f ? (4 - q) & 3 : q;
+}
+
+/* sin(r + rl), |r| <= 0.7854 (f64) / 0.79 (f32), |rl| <= ulp(r)/2:
+ * sin r = r + r^3*(S1 + t*P(t)), t = r^2, and the rl*cos r term to first
+ * order, in fdlibm's order: r + (rl + v*S1 + v*t*P - t*rl/2), v = r^3. */
+static double sin_kernel_f64(double r, double rl) {
+    double t = r * r;
+    double v = t * r;
+    double p = 0x1.5d8b55940c94fp-33;
+    p = -0x1.ae5e4b83e332bp-26 + t * p;
+    p = 0x1.71de35552b521p-19 + t * p;
+    p = -0x1.a01a019be9217p-13 + t * p;
+    p = 0x1.111111110f73p-7 + t * p;
+    return r - ((t * (0.5 * rl - v * p) - rl) - v * -0x1.5555555555548p-3);
+}
+
+static float sin_kernel_f32(float r, float rl) {
+    float t = r * r;
+    float v = t * r;
+    float p = 0x1.7c090ep-19f;
+    p = -0x1.a0590ep-13f + t * p;
+    p = 0x1.111174p-7f + t * p;
+    return r - ((t * (0.5f * rl - v * p) - rl) - v * -0x1.555556p-3f);
+}
+
+/* cos(r + rl) = 1 - t/2 + t^2*Q(t) - r*rl, t = r^2: w = 1 - t/2 rounds,
+ * (1 - w) - t/2 is its rounding error, exactly, added back with the rest. */
+static double cos_kernel_f64(double r, double rl) {
+    double t = r * r;
+    double q = -0x1.8fa684874a366p-37;
+    q = 0x1.1ee9dbcefbf23p-29 + t * q;
+    q = -0x1.27e4f7f19148cp-22 + t * q;
+    q = 0x1.a01a019c8f254p-16 + t * q;
+    q = -0x1.6c16c16c15015p-10 + t * q;
+    q = 0x1.555555555554bp-5 + t * q;
+    double h = 0.5 * t;
+    double w = 1.0 - h;
+    return w + (((1.0 - w) - h) + ((t * t) * q - r * rl));
+}
+
+static float cos_kernel_f32(float r, float rl) {
+    float t = r * r;
+    float q = 0x1.99e336p-16f;
+    q = -0x1.6c0c1ep-10f + t * q;
+    q = 0x1.55554ap-5f + t * q;
+    float h = 0.5f * t;
+    float w = 1.0f - h;
+    return w + (((1.0f - w) - h) + ((t * t) * q - r * rl));
+}
+
+/* x = k*pi/2 + r: quadrant k mod 4 and r = rh + rl, for finite x. */
+static int reduce_f64(double x, double a, double *rh, double *rl) {
+    if (a <= PIO4_F64) {
+        *rh = x;
+        *rl = 0.0;
+        return 0;
+    }
+    if (a < 0x1p20) return reduce_cw_f64(x, rh, rl) & 3;
+    return reduce_ph_f64(x, rh, rl);
+}
+
+static int reduce_f32(float x, float a, float *rh, float *rl) {
+    if (a <= PIO4_F32) {
+        *rh = x;
+        *rl = 0.0f;
+        return 0;
+    }
+    if (a < 0x1p15f) return reduce_cw_f32(x, rh, rl) & 3;
+    return reduce_ph_f32(x, rh, rl);
+}
+
+/* Tiny |x|: sin x = x - x^3/6 rounds to x (and keeps -0), cos x to 1.
+ * Quadrants: sin = S, C, -S, -C and cos = C, -S, -C, S for k mod 4 = 0..3. */
+double mica_sin_f64(double x) {
+    if (x != x) return nan_f64();
+    double a = x < 0.0 ? -x : x;
+    if (a == inf_f64()) return nan_f64();
+    if (a < 0x1p-26) return x;
+    double r, rl;
+    int q = reduce_f64(x, a, &r, &rl);
+    double y = (q & 1) ? cos_kernel_f64(r, rl) : sin_kernel_f64(r, rl);
+    return (q & 2) ? -y : y;
+}
+
+double mica_cos_f64(double x) {
+    if (x != x) return nan_f64();
+    double a = x < 0.0 ? -x : x;
+    if (a == inf_f64()) return nan_f64();
+    if (a < 0x1p-27) return 1.0;
+    double r, rl;
+    int q = reduce_f64(x, a, &r, &rl);
+    double y = (q & 1) ? sin_kernel_f64(r, rl) : cos_kernel_f64(r, rl);
+    return ((q + 1) & 2) ? -y : y;
+}
+
+float mica_sin_f32(float x) {
+    if (x != x) return nan_f32();
+    float a = x < 0.0f ? -x : x;
+    if (a == inf_f32()) return nan_f32();
+    if (a < 0x1p-12f) return x;
+    float r, rl;
+    int q = reduce_f32(x, a, &r, &rl);
+    float y = (q & 1) ? cos_kernel_f32(r, rl) : sin_kernel_f32(r, rl);
+    return (q & 2) ? -y : y;
+}
+
+float mica_cos_f32(float x) {
+    if (x != x) return nan_f32();
+    float a = x < 0.0f ? -x : x;
+    if (a == inf_f32()) return nan_f32();
+    if (a < 0x1p-12f) return 1.0f;
+    float r, rl;
+    int q = reduce_f32(x, a, &r, &rl);
+    float y = (q & 1) ? sin_kernel_f32(r, rl) : cos_kernel_f32(r, rl);
+    return ((q + 1) & 2) ? -y : y;
 }
 
 /* ------------------------------------------------------------ powi */

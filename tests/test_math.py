@@ -13,7 +13,8 @@ feeds every build the same inputs as bits and checks that
     saturation) answer exactly the documented bits.
 
 Inputs come from a fixed seed: 100k per float32 function and 25k per
-float64 function, spread over the ranges listed in DOMAINS, plus powi.
+float64 function (100k for sin and cos in both widths), spread over the
+ranges listed in DOMAINS, plus powi.
 `python tests/test_math.py` prints the measured table for docs/math.md.
 
 Measured max error on this test set, in ulps of the exact result (docs/math.md
@@ -28,6 +29,8 @@ has the same table with a wider sweep beside it):
     gelu_grad *      3.77      4.21
     silu             1.96      2.01
     silu_grad *      2.82      2.82
+    sin              0.75      0.73     (|x| up to the largest finite value)
+    cos              0.74      0.75
     powi / |n|       0.59      0.60     (|n| <= 32: 17.1 and 19.1 ulp)
 
 * in ulps of the larger of the derivative's two terms, which cancel where it
@@ -54,7 +57,8 @@ SEED = 20250611
 N32 = 100_000
 N64 = 25_000
 
-FUNCTIONS = ["exp", "log", "tanh", "sigmoid", "gelu", "gelu_grad", "silu", "silu_grad"]
+FUNCTIONS = ["exp", "log", "tanh", "sigmoid", "gelu", "gelu_grad", "silu", "silu_grad", "sin", "cos"]
+COUNTS = {"sin": 100_000, "cos": 100_000}  # per width; the others take N64 / N32
 
 # Bounds asserted by test_accuracy: a little above what was measured.
 MAX_ULP = {
@@ -66,6 +70,8 @@ MAX_ULP = {
     ("gelu_grad", 64): 4.5, ("gelu_grad", 32): 5.0,
     ("silu", 64): 2.5, ("silu", 32): 2.5,
     ("silu_grad", 64): 3.5, ("silu_grad", 32): 3.5,
+    ("sin", 64): 1.0, ("sin", 32): 1.0,
+    ("cos", 64): 1.0, ("cos", 32): 1.0,
     ("powi/|n|", 64): 1.0, ("powi/|n|", 32): 1.0,  # binary powering: under |n| ulp
 }
 
@@ -112,6 +118,37 @@ def subnormals(rng, n, bits):
     return u.view(np.float64) if bits == 64 else u.astype(np.uint32).view(np.float32).astype(np.float64)
 
 
+def near_pio2(rng, n, bits, kmax, half):
+    """Within 20 ulps of k*pi/2 (half = 0: sin or cos nearly 0) or of
+    (k + 1/2)*pi/2 (half = 0.5: the seams between quadrants), k log-uniform
+    in [1, kmax], either sign."""
+    k = np.floor(np.exp(rng.uniform(0, math.log(kmax), n)))
+    x = (k + half) * (math.pi / 2)
+    step = rng.integers(-20, 21, n)
+    if bits == 64:
+        u = x.view(np.int64) + step
+        x = u.view(np.float64)
+    else:
+        u = x.astype(np.float32).view(np.int32) + step.astype(np.int32)
+        x = u.view(np.float32).astype(np.float64)
+    return x * rng.choice([-1.0, 1.0], n)
+
+
+BITS_GENERATORS = (positive_bits, subnormals, near_pio2)
+
+# sin and cos: tiny and small |x| (no reduction), the Cody-Waite range
+# (|x| < 2^20 f64, 2^15 f32), arguments next to multiples of pi/2 (the
+# hardest reductions) and to the seams between quadrants, the switch to
+# Payne-Hanek, and the whole range above it up to the largest finite value.
+TRIG_DOMAINS = {
+    64: [(0.10, logmag, 1e-300, 0.785), (0.20, uniform, -8, 8), (0.20, logmag, 0.785, 2.0**20),
+         (0.10, near_pio2, 2.0**20 / 1.5707963, 0.0), (0.05, near_pio2, 2.0**20 / 1.5707963, 0.5),
+         (0.05, near_pio2, 1e300, 0.0), (0.05, logmag, 2.0**19, 2.0**21), (0.25, logmag, 2.0**20, 1.7e308)],
+    32: [(0.10, logmag, 1e-30, 0.785), (0.20, uniform, -8, 8), (0.20, logmag, 0.785, 2.0**15),
+         (0.10, near_pio2, 2.0**15 / 1.5707963, 0.0), (0.05, near_pio2, 2.0**15 / 1.5707963, 0.5),
+         (0.05, near_pio2, 1e30, 0.0), (0.05, logmag, 2.0**14, 2.0**16), (0.25, logmag, 2.0**15, 3.4e38)],
+}
+
 # Per function and width: (share of the inputs, generator, arguments).
 DOMAINS = {
     "exp": {
@@ -145,6 +182,7 @@ DOMAINS = {
 }
 DOMAINS["gelu_grad"] = DOMAINS["gelu"]
 DOMAINS["silu_grad"] = DOMAINS["silu"]
+DOMAINS["sin"] = DOMAINS["cos"] = TRIG_DOMAINS
 
 NPOWI = 4000
 
@@ -152,7 +190,9 @@ NPOWI = 4000
 def sample(rng, name, bits, n):
     parts = []
     for share, gen, *args in DOMAINS[name][bits]:
-        if gen in (positive_bits, subnormals):
+        if gen is near_pio2:
+            parts.append(gen(rng, int(n * share), bits, *args))
+        elif gen in BITS_GENERATORS:
             parts.append(gen(rng, int(n * share), bits))
         else:
             parts.append(gen(rng, int(n * share), *args))
@@ -166,11 +206,16 @@ def random_inputs():
     out = {}
     for bits, n in ((64, N64), (32, N32)):
         for name in FUNCTIONS:
-            out[f"{name}_f{bits}"] = sample(rng, name, bits, n)
+            if name not in COUNTS:
+                out[f"{name}_f{bits}"] = sample(rng, name, bits, n)
     for bits in (64, 32):
         x = rng.uniform(0.5, 2.0, NPOWI) * rng.choice([-1.0, 1.0], NPOWI)
         k = rng.integers(-32, 33, NPOWI)
         out[f"powi_f{bits}"] = (x if bits == 64 else x.astype(np.float32), k)
+    # Drawn last, so that adding them left the inputs of the others as they were.
+    for bits in (64, 32):
+        for name, n in COUNTS.items():
+            out[f"{name}_f{bits}"] = sample(rng, name, bits, n)
     return out
 
 
@@ -196,6 +241,10 @@ SPECIALS = [
     ("gelu_grad", 0.0, 0.5), ("gelu_grad", INF, 1.0), ("gelu_grad", -INF, 0.0), ("gelu_grad", NAN, NAN),
     ("silu", 0.0, 0.0), ("silu", -0.0, -0.0), ("silu", INF, INF), ("silu", -INF, -0.0), ("silu", NAN, NAN),
     ("silu_grad", 0.0, 0.5), ("silu_grad", INF, 1.0), ("silu_grad", -INF, -0.0), ("silu_grad", NAN, NAN),
+    ("sin", 0.0, 0.0), ("sin", -0.0, -0.0), ("sin", INF, NAN), ("sin", -INF, NAN), ("sin", NAN, NAN),
+    ("sin", 1e-300, 1e-300), ("sin", -1e-300, -1e-300), ("sin", 5e-324, 5e-324),
+    ("cos", 0.0, 1.0), ("cos", -0.0, 1.0), ("cos", INF, NAN), ("cos", -INF, NAN), ("cos", NAN, NAN),
+    ("cos", 1e-300, 1.0),
 ]
 
 # Width-specific edges: (function, bits, input bits, expected bits).
@@ -210,6 +259,34 @@ EDGES = [
     ("exp", 32, 0xC2CFF1B5, 0x00000000),  # next float down: 0
     ("log", 64, 0x0000000000000001, 0xC0874385446D71C3),  # log(least subnormal) = -744.44...
     ("log", 32, 0x00000001, 0xC2CE8ED0),  # log(least subnormal) = -103.28
+    # sin and cos: correctly rounded results at the textbook hard cases.
+    ("sin", 64, 0x400921FB54442D18, 0x3CA1A62633145C07),  # sin(pi rounded) = 1.2246467991473532e-16
+    ("cos", 64, 0x3FF921FB54442D18, 0x3C91A62633145C07),  # cos(pi/2 rounded) = 6.123233995736766e-17
+    ("sin", 64, 0x4480F0CF064DD592, 0xBFEB453AB76BF397),  # sin(1e22) = -0.8522008497671888
+    ("cos", 64, 0x4480F0CF064DD592, 0x3FE0BE2CEF01C8F4),  # cos(1e22) = 0.523214785395139
+    ("cos", 64, 0x4046C6CBC45DC8DE, 0xBC26D61B58C99C43),  # closest double to k*pi/2 below 2^20: r = 2^-60.5
+    ("sin", 64, 0x40A6C6CBC45DC8DE, 0x3C86D61B58C99C43),  # the same times 64 (k = 1856)
+    ("cos", 64, 0x7506AC5B262CA1FF, 0xBC214AE72E6BA22F),  # 6381956970095103*2^797, closest of all: r = 2^-60.9
+    ("sin", 64, 0x7506AC5B262CA1FF, 0x3FF0000000000000),
+    ("sin", 64, 0x7FEFFFFFFFFFFFFF, 0x3F7452FC98B34E97),  # sin(DBL_MAX) = 0.004961954789184062
+    ("cos", 64, 0x7FEFFFFFFFFFFFFF, 0xBFEFFFE62ECFAB75),  # cos(DBL_MAX) = -0.9999876894265599
+    ("sin", 64, 0x3E50000000000000, 0x3E50000000000000),  # sin(2^-26): the polynomial still rounds to x
+    ("sin", 64, 0x3E4FFFFFFFFFFFFF, 0x3E4FFFFFFFFFFFFF),  # just below 2^-26: x itself
+    ("sin", 64, 0x4130000000000000, 0x3FD526CCB2FC8656),  # sin(2^20): Payne-Hanek's first argument
+    ("cos", 64, 0x4130000000000000, 0x3FEE33ADA92FE2AE),  # cos(2^20)
+    ("sin", 64, 0x412FFFFFFFFFFFFF, 0x3FD526CCB2DE52A8),  # the last Cody-Waite argument
+    ("sin", 32, 0x40490FDB, 0xB3BBBD2E),  # sin(pi rounded) = -8.742278e-08
+    ("cos", 32, 0x3FC90FDB, 0xB33BBD2E),  # cos(pi/2 rounded) = -4.371139e-08
+    ("cos", 32, 0x437CE5F1, 0xB18FD1DE),  # 252.898208: closest float to k*pi/2 below 2^15, r = 2^-27.8
+    ("sin", 32, 0x437CE5F1, 0x3F800000),
+    ("cos", 32, 0x4096CBE4, 0x324CDE2E),  # cos(4.712389) = 1.1924881e-08
+    ("sin", 32, 0x4096CBE4, 0xBF800000),
+    ("sin", 32, 0x7F7FFFFF, 0xBF0599B3),  # sin(FLT_MAX) = -0.5218765
+    ("cos", 32, 0x7F7FFFFF, 0x3F5A5F96),  # cos(FLT_MAX) = 0.8530210
+    ("sin", 32, 0x47000000, 0x3F6D87FE),  # sin(2^15): Payne-Hanek's first argument
+    ("cos", 32, 0x47000000, 0x3EBEF1B5),  # cos(2^15)
+    ("sin", 32, 0x39800000, 0x39800000),  # sin(2^-12) = 2^-12
+    ("cos", 32, 0x39800000, 0x3F800000),  # cos(2^-12) = 1
 ]
 
 POWI_SPECIALS = [  # (x, n, expected)
@@ -316,11 +393,19 @@ def make_blocks():
     for name, cases in specials.items():
         dtype = np.uint64 if name.endswith("64") else np.uint32
         blocks.append(("special:" + name, np.array([c[0] for c in cases], dtype=dtype)))
+    for name, u, *_ in list(blocks):  # sin(-x) = -sin(x) and cos(-x) = cos(x), bit for bit
+        if name.split("_")[0] in ("sin", "cos"):
+            sign = np.uint64(1 << 63) if name.endswith("64") else np.uint32(1 << 31)
+            blocks.append(("negated:" + name, u[:NNEG] ^ sign))
     return blocks
 
 
+NNEG = 20_000
+
+
 def harness_stdin(blocks):
-    return encode_job([(b[0].removeprefix("special:"), *b[1:]) for b in blocks])
+    """Block names before a colon only label the block; the harness sees the function."""
+    return encode_job([(b[0].split(":")[-1], *b[1:]) for b in blocks])
 
 
 @pytest.fixture(scope="module")
@@ -378,6 +463,8 @@ REF_MP = {
     # 0.5*x*(1 + tanh(u)) == x*sigmoid(2u); the second does not cancel.
     "gelu": lambda x: x * mp_sigmoid(mp_gelu_v(x)),
     "silu": lambda x: x * mp_sigmoid(x),
+    "sin": mpmath.sin,  # mpmath widens its reduction with the size of x: exact at any x
+    "cos": mpmath.cos,
 }
 
 
@@ -429,6 +516,8 @@ REF_NP = {
     "sigmoid": np_sigmoid,
     "gelu": lambda x: x * np_sigmoid(K64 * (x + C64 * x**3)),
     "silu": lambda x: x * np_sigmoid(x),
+    "sin": np.sin,  # glibc's double sin: under 1 ulp of float64 at every x
+    "cos": np.cos,
 }
 
 
@@ -491,7 +580,7 @@ def measure(blocks, res):
     """{(name, bits): max ulp error}; powi's error divided by max(|n|, 1) as well."""
     table = {}
     for name, u, *rest in blocks:
-        if name.startswith("special:"):
+        if ":" in name:
             continue
         fn, bits = name.rsplit("_f", 1)
         bits = int(bits)
@@ -585,6 +674,23 @@ def test_tanh_bounded(x86):
     for bits in (64, 32):
         y = as_float(x86[f"tanh_f{bits}"], bits)
         assert np.all(np.abs(y) <= 1)
+
+
+def test_sin_cos_bounded(x86):
+    for bits in (64, 32):
+        for fn in ("sin", "cos"):
+            y = as_float(x86[f"{fn}_f{bits}"], bits)
+            assert np.all(np.abs(y) <= 1)
+
+
+def test_sin_odd_cos_even(x86):
+    """The reductions are symmetric: -x reduces to -r in quadrant -k."""
+    for bits in (64, 32):
+        sign = np.uint64(1 << 63) if bits == 64 else np.uint32(1 << 31)
+        for fn, flip in (("sin", sign), ("cos", 0)):
+            plain = x86[f"{fn}_f{bits}"][:NNEG]
+            negated = x86[f"negated:{fn}_f{bits}"]
+            assert np.array_equal(negated, plain ^ type(plain[0])(flip)), f"{fn}_f{bits}"
 
 
 def test_exp_monotonic(runs, x86):

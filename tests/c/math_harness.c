@@ -27,6 +27,7 @@ static const struct fn64 FN64[] = {
     {"tanh_f64", mica_tanh_f64},       {"sigmoid_f64", mica_sigmoid_f64},
     {"gelu_f64", mica_gelu_f64},       {"gelu_grad_f64", mica_gelu_grad_f64},
     {"silu_f64", mica_silu_f64},       {"silu_grad_f64", mica_silu_grad_f64},
+    {"sin_f64", mica_sin_f64},         {"cos_f64", mica_cos_f64},
 };
 
 static const struct fn32 FN32[] = {
@@ -34,6 +35,7 @@ static const struct fn32 FN32[] = {
     {"tanh_f32", mica_tanh_f32},       {"sigmoid_f32", mica_sigmoid_f32},
     {"gelu_f32", mica_gelu_f32},       {"gelu_grad_f32", mica_gelu_grad_f32},
     {"silu_f32", mica_silu_f32},       {"silu_grad_f32", mica_silu_grad_f32},
+    {"sin_f32", mica_sin_f32},         {"cos_f32", mica_cos_f32},
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
