@@ -34,6 +34,8 @@
     void mica_each_silu_##S(T *out, const T *x, int64_t n);                                                         \
     void mica_each_sigmoid_##S(T *out, const T *x, int64_t n);                                                      \
     void mica_each_abs_##S(T *out, const T *x, int64_t n);                                                          \
+    void mica_each_sin_##S(T *out, const T *x, int64_t n);                                                          \
+    void mica_each_cos_##S(T *out, const T *x, int64_t n);                                                          \
     mica_node *mica_t_sum_##S(mica_node *a);                                                                        \
     mica_node *mica_t_mean_##S(mica_node *a);                                                                       \
     mica_node *mica_t_max_##S(mica_node *a);                                                                        \
@@ -68,6 +70,8 @@
     mica_node *mica_t_silu_##S(mica_node *a);                                                                       \
     mica_node *mica_t_sigmoid_##S(mica_node *a);                                                                    \
     mica_node *mica_t_abs_##S(mica_node *a);                                                                        \
+    mica_node *mica_t_sin_##S(mica_node *a);                                                                        \
+    mica_node *mica_t_cos_##S(mica_node *a);                                                                        \
     mica_node *mica_t_softmax_##S(mica_node *a);                                                                    \
     mica_node *mica_t_causal_mask_##S(mica_node *a);                                                                \
     mica_node *mica_t_layernorm_##S(mica_node *x, mica_node *gain, mica_node *bias);                                \

@@ -68,7 +68,7 @@ def plain_arg(f, arg: ast.Expr, t: Type | None = None) -> CValue:
 
 SCALAR_FUNCTIONS = {"Tanh": "mica_tanh", "Exp": "mica_exp", "Log": "mica_log", "Sqrt": "mica_sqrt",
                     "Relu": "mica_relu", "Gelu": "mica_gelu", "Silu": "mica_silu", "Sigmoid": "mica_sigmoid",
-                    "Abs": "mica_abs"}
+                    "Abs": "mica_abs", "Sin": "mica_sin", "Cos": "mica_cos"}
 
 
 def lower_elementwise(f, call: ast.Call) -> CValue:

@@ -12,7 +12,7 @@ from . import ast
 from .builtins import arity, checker, is_integer, is_number, plain_only, tensor_arg, values, wrong
 from .types import BOOLEAN, ERROR, INTEGER, VOID, ErrorType, Scalar, Tensor, Tracked, Type, is_tracked, plain
 
-ELEMENTWISE = ("Tanh", "Exp", "Log", "Sqrt", "Relu", "Gelu", "Silu", "Sigmoid")
+ELEMENTWISE = ("Tanh", "Exp", "Log", "Sqrt", "Relu", "Gelu", "Silu", "Sigmoid", "Sin", "Cos")
 
 
 def tracked_if(result: Type, *inputs: Type) -> Type:

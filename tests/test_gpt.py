@@ -1,0 +1,76 @@
+"""The GPT example in a small configuration: its loss column, digit for digit,
+on x86_64 and aarch64, and a resumed run that ends bit-identical to a straight one.
+
+The configuration shrinks the constants at the top of examples/gpt/gpt.mica;
+tests/records/gpt_small.txt is the record (the tokens/s column removed).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers import EXAMPLES, build_text
+
+SMALL = {"B": 8, "T": 16, "C": 32, "H": 2, "HS": 16, "L": 1, "Mlp": 128, "DefaultSteps": 150, "Warmup": 10,
+         "EvalEvery": 50, "EvalWindows": 2, "SampleLength": 120}
+RECORD = Path(__file__).parent / "records" / "gpt_small.txt"
+
+pytestmark = pytest.mark.slow
+
+
+def small_source() -> str:
+    text = (EXAMPLES / "gpt" / "gpt.mica").read_text()
+    for name, value in SMALL.items():
+        text, count = re.subn(rf"(\n    {name} = )\d+;", rf"\g<1>{value};", text)
+        assert count == 1, name
+    return text
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    return tmp_path_factory.mktemp("gpt")
+
+
+def train(work: Path, target: str, tier: str, *args: str, qemu: str | None = None) -> str:
+    binary = build_text(work, small_source(), name="gpt.mica", target=target, tier=tier)
+    command = [str(binary), *args]
+    if qemu:
+        command.insert(0, qemu)
+    # run beside the example's corpus, which the program finds by itself
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1200, cwd=EXAMPLES / "gpt")
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def without_rates(output: str) -> str:
+    """The loss column without tokens/s, which depends on the machine."""
+    return re.sub(r"^(\s*\d+\s+[\d.]+\s+[\d.]+)\s+\d+$", r"\1", output, flags=re.M)
+
+
+def test_the_loss_column_matches_the_record(work):
+    output = without_rates(train(work, "x86_64-linux", "checked"))
+    assert output == RECORD.read_text()
+
+
+def test_validation_loss_ends_below_the_unigram_entropy():
+    final = re.search(r"validation loss ([\d.]+) against a unigram entropy of ([\d.]+)", RECORD.read_text())
+    assert float(final.group(1)) < float(final.group(2)) - 0.5
+
+
+@pytest.mark.qemu
+def test_aarch64_matches_the_record(work, aarch64):
+    output = without_rates(train(work, "aarch64-linux", "fast", qemu=aarch64))
+    assert output == RECORD.read_text()
+
+
+def test_resuming_from_a_checkpoint_is_bit_identical(work):
+    straight, first, resumed = work / "straight.safetensors", work / "half.safetensors", work / "resumed.safetensors"
+    train(work, "x86_64-linux", "fast", "--steps", "40", "--save", str(straight))
+    train(work, "x86_64-linux", "fast", "--steps", "40", "--until", "20", "--save", str(first))
+    train(work, "x86_64-linux", "fast", "--steps", "40", "--load", str(first), "--save", str(resumed))
+    assert first.read_bytes() != straight.read_bytes()
+    assert resumed.read_bytes() == straight.read_bytes()
