@@ -13,7 +13,7 @@ import difflib
 from dataclasses import dataclass, field
 
 from ..diagnostics import Pos, Reporter, SourceFile
-from . import ast, builtins, shapes, vocabulary  # noqa: F401  (vocabulary registers its checkers)
+from . import ast, builtins, residency, shapes, vocabulary  # noqa: F401  (vocabulary registers its checkers)
 from .symbols import (
     BuiltinSymbol,
     ConstSymbol,
@@ -284,7 +284,9 @@ class Analyzer:
                 return self.error(t, 4003, f"'{t.constructor} of T' is not a type; dynamic tensors are 'vector of T' and 'matrix of T'")
             if isinstance(element, ErrorType):
                 return ERROR
-            return Tensor(element, None, TENSOR_CONSTRUCTORS[t.constructor], self.on_gpu(t.element))
+            if self.on_gpu(t.element):
+                return self.error(t, 7008, "a GPU tensor needs a static shape: its storage is allocated on the device")
+            return Tensor(element, None, TENSOR_CONSTRUCTORS[t.constructor])
         if isinstance(t, ast.StaticArrayType):
             low, high = self.const_int(t.low), self.const_int(t.high)
             element = self.resolve_type(t.element, known_shape_vars=known)
@@ -312,14 +314,19 @@ class Analyzer:
         if isinstance(t, ast.AddressType):
             return self.error(t, 5104, "'address' belongs in a parameter list: it lends the caller's place to the routine")
         if isinstance(t, ast.OnGpuType):
-            return self.error(t, 7001, "'on gpu' storage needs the GPU road, which this micatool does not have yet")
+            inner = self.resolve_type(t.inner, new_shape_vars=new_shape_vars, known_shape_vars=known)
+            if isinstance(inner, ErrorType):
+                return ERROR
+            if isinstance(inner, Scalar) and inner.is_numeric:
+                return Tensor(inner, (), 0, True)  # a device scalar
+            return self.error(t, 7009, f"'on gpu' applies to numbers and static tensors, not '{inner}'")
         raise AssertionError(f"unknown type syntax {t!r}")
 
     def on_gpu(self, element) -> bool:
         return isinstance(element, ast.OnGpuType)
 
     def tensor_element(self, element, where) -> Scalar | ErrorType:
-        t = self.resolve_type(element)
+        t = self.resolve_type(element.inner if self.on_gpu(element) else element)
         if isinstance(t, ErrorType):
             return ERROR
         if not isinstance(t, Scalar) or not t.is_numeric:
@@ -650,6 +657,9 @@ class Analyzer:
                 if index.folded is not None and not inner.is_dynamic and not inner.low <= index.folded <= inner.high:
                     return self.error(index, 6005, f"index {index.folded} is outside the bounds {inner.low}..{inner.high}")
                 t = inner.element
+            elif isinstance(inner, Tensor) and inner.on_gpu:
+                return self.error(e, 7007, "indexing a GPU tensor would read it piece by piece from the host; "
+                                           "compute on the device, or index ToHost of it")
             elif isinstance(inner, Tensor):
                 count = min(len(remaining), inner.rank)
                 taken, remaining = remaining[:count], remaining[count:]
@@ -749,7 +759,15 @@ class Analyzer:
         return result
 
     def binary_type(self, e: ast.Binary, op: str, lt: Type, rt: Type) -> Type:
+        if not residency.check_together(self, e, f"'{op}'", [e.left, e.right], [lt, rt]):
+            return ERROR
+        if op in ("=", "<>", "<", "<=", ">", ">=", "and", "or") and (residency.on_gpu(lt) or residency.on_gpu(rt)):
+            return self.error(e, 7010, f"'{op}' decides on the host; bring the GPU value there first with ToHost")
         lp, rp = plain(lt), plain(rt)
+        if isinstance(lp, Tensor) and lp.rank == 0 and isinstance(rp, Tensor) and rp.rank > 0:
+            lp = lp.element  # a device scalar scales a device tensor
+        if isinstance(rp, Tensor) and rp.rank == 0 and isinstance(lp, Tensor) and lp.rank > 0:
+            rp = rp.element
         if op in ("and", "or"):
             if lp != BOOLEAN or rp != BOOLEAN:
                 return self.error(e, 4015, f"'{op}' needs booleans, found '{lt}' and '{rt}'")
@@ -915,10 +933,19 @@ class Analyzer:
                 continue
             concrete = substitute(param.type, binding)
             if param.by_address:
-                if not fits or plain(concrete) != plain(t):
+                if residency.on_gpu(t) != residency.on_gpu(concrete):
+                    self.error(arg, 7003, f"parameter '{param.name}' of '{routine.name}' lends a place "
+                                          f"{residency.place_word(concrete)}, found one {residency.place_word(t)}")
+                    ok = False
+                elif not fits or plain(concrete) != plain(t):
                     self.error(arg, 4028, f"parameter '{param.name}' of '{routine.name}' lends '{concrete}', found '{t}'")
                     ok = False
             elif not (fits and self.assignable(t, concrete, arg)):
+                if residency.on_gpu(t) != residency.on_gpu(concrete) and not isinstance(plain(t), Scalar):
+                    self.error(arg, 7003, f"argument '{param.name}' of '{routine.name}' is {residency.place_word(concrete)}, "
+                                          f"found '{t}' {residency.place_word(t)}")
+                    ok = False
+                    continue
                 code = 6010 if isinstance(plain(t), Tensor) and isinstance(plain(concrete), Tensor) else 4028
                 self.error(arg, code, f"argument '{param.name}' of '{routine.name}' must be '{concrete}', found '{t}'")
                 ok = False
@@ -943,6 +970,8 @@ class Analyzer:
                 return True
             return False
         if isinstance(s, Tensor) and isinstance(t, Tensor):
+            if s.on_gpu != t.on_gpu:
+                return False
             if s.element != t.element and not (e.folded is not None and isinstance(e, ast.TensorLit)):
                 return False
             if s.rank != t.rank:
@@ -958,7 +987,11 @@ class Analyzer:
         if self.assignable(source, target, e):
             return
         s, t = plain(source), plain(target)
-        if isinstance(s, Tensor) and isinstance(t, Tensor) and s.element == t.element and s.rank == t.rank:
+        if residency.on_gpu(source) != residency.on_gpu(target) and not isinstance(s, Scalar):
+            verb = "ToDevice" if residency.on_gpu(target) else "ToHost"
+            self.error(e, 7004, f"'{source}' lives {residency.place_word(source)} and '{target}' "
+                                f"{residency.place_word(target)}; cross with {verb}(...)")
+        elif isinstance(s, Tensor) and isinstance(t, Tensor) and s.element == t.element and s.rank == t.rank:
             self.error(e, 6010, f"cannot assign '{source}' to '{target}': the shapes differ")
         elif isinstance(s, Scalar) and s.is_float and isinstance(t, Scalar) and t.is_integer:
             self.error(e, 4029, f"cannot assign '{source}' to '{target}': convert with Trunc or Round")

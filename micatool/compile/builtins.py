@@ -7,7 +7,7 @@ lower_builtins.py holds the matching C for each name.
 
 from __future__ import annotations
 
-from . import ast
+from . import ast, residency
 from .types import (
     BOOLEAN,
     ERROR,
@@ -112,7 +112,10 @@ def check_write(a, call: ast.Call, expected) -> Type:
                 a.error(arg, 5007, "Write prints values; remove 'address'")
                 continue
             t = a.expr(arg)
-        if not isinstance(t, ErrorType) and not printable(t):
+        if not isinstance(t, ErrorType) and residency.on_gpu(t):
+            a.error(arg, 7002, f"Write prints host values; {residency.describe(arg.value if isinstance(arg, ast.FormatArg) else arg)} "
+                               "lives on the GPU: print ToHost(...) of it")
+        elif not isinstance(t, ErrorType) and not printable(t):
             a.error(arg, 4035, f"cannot print a value of type '{t}'; print its fields or elements")
     return VOID
 
@@ -406,3 +409,27 @@ def check_mul(a, call, expected):
     a.note_tracked_op(left)
     a.note_tracked_op(right)
     return Tracked(result) if is_tracked(left) or is_tracked(right) else result
+
+
+# ---------------------------------------------------------------- crossing to and from the GPU
+
+
+@checker("ToDevice", "ToHost")
+def check_transfer(a, call, expected):
+    """ToDevice(h) and ToHost(d): the only places a value crosses."""
+    if not arity(a, call, 1):
+        return ERROR
+    (t,) = values(a, call)
+    if isinstance(t, ErrorType):
+        return ERROR
+    p = plain(t)
+    to_device = _name(call) == "ToDevice"
+    if to_device:
+        if isinstance(p, Scalar) and p.is_numeric:
+            return Tensor(p, (), 0, True)
+        if isinstance(p, Tensor) and not p.on_gpu and not p.is_dynamic:
+            return Tensor(p.element, p.shape, 0, True)
+        return wrong(a, call, call.args[0], t, "a host number or a host tensor of static shape")
+    if isinstance(p, Tensor) and p.on_gpu:
+        return p.element if p.rank == 0 else Tensor(p.element, p.shape)
+    return wrong(a, call, call.args[0], t, "a value on the GPU")

@@ -8,7 +8,7 @@ flows into it. lower_vocabulary.py holds the C for each name.
 
 from __future__ import annotations
 
-from . import ast
+from . import ast, residency
 from .builtins import arity, checker, is_integer, is_number, plain_only, tensor_arg, values, wrong
 from .types import BOOLEAN, ERROR, INTEGER, VOID, ErrorType, Scalar, Tensor, Tracked, Type, is_tracked, plain
 
@@ -79,7 +79,7 @@ def check_reduce(a, call, expected):
     if isinstance(t, ErrorType) or not tensor_arg(a, call, call.args[0], t):
         return ERROR
     touch(a, t)
-    return tracked_if(plain(t).element, t)
+    return tracked_if(residency.scalar_of(plain(t)), t)
 
 
 @checker("SumRows")
@@ -122,7 +122,7 @@ def check_norm(a, call, expected):
     if any(isinstance(t, ErrorType) for t in types):
         return ERROR
     x, *params = types
-    if not tensor_arg(a, call, call.args[0], x):
+    if not tensor_arg(a, call, call.args[0], x) or not residency.check_together(a, call, name, call.args, types):
         return ERROR
     cols = last_dim(plain(x))
     for arg, t in zip(call.args[1:], params):
@@ -158,8 +158,10 @@ def check_cross_entropy(a, call, expected):
     elif lp.shape is not None and tp.shape is not None and tp.shape != lp.shape[:-1]:
         return a.error(call.args[1], 6013, f"CrossEntropy needs one target per row: logits '{logits}' take targets of "
                                            f"shape {list(lp.shape[:-1])}, found '{targets}'")
+    if not residency.check_together(a, call, "CrossEntropy", call.args, [logits, targets]):
+        return ERROR
     touch(a, logits)
-    return tracked_if(lp.element, logits)
+    return tracked_if(residency.scalar_of(lp), logits)
 
 
 # ---------------------------------------------------------------- embedding and products
@@ -181,6 +183,8 @@ def check_gather(a, call, expected):
         shape = ip.shape
     else:
         return wrong(a, call, call.args[1], ids, "an integer id or a static tensor of integer ids")
+    if not residency.check_together(a, call, "Gather", call.args, [table, ids]):
+        return ERROR
     tp = plain(table)
     touch(a, table)
     if tp.is_dynamic:
@@ -199,6 +203,8 @@ def check_dot(a, call, expected):
         if not tensor_arg(a, call, arg, t, 1):
             return ERROR
     left, right = (plain(t) for t in types)
+    if not residency.check_together(a, call, f"'{call.callee.ident}'", call.args, types):
+        return ERROR
     if left.element != right.element:
         return a.error(call, 4021, f"'{call.callee.ident}' needs one element type, found '{types[0]}' and '{types[1]}'")
     if mixes_dynamic_with_tracked(a, call, types):
@@ -207,7 +213,7 @@ def check_dot(a, call, expected):
     if call.callee.ident == "Dot":
         if not same_extent(last_dim(left), last_dim(right)):
             return a.error(call, 6014, f"Dot needs vectors of one length, found '{types[0]}' and '{types[1]}'")
-        return tracked_if(left.element, *types)
+        return tracked_if(residency.scalar_of(left), *types)
     if left.is_dynamic or right.is_dynamic:
         return Tensor(left.element, None, 2)
     return tracked_if(left.with_shape((left.shape[0], right.shape[0])), *types)
@@ -233,6 +239,8 @@ def check_conv2d(a, call, expected):
     if isinstance(x, ErrorType) or isinstance(k, ErrorType):
         return ERROR
     if not (_static_image(a, call, call.args[0], x, (3, 4)) and _static_image(a, call, call.args[1], k, (4,))):
+        return ERROR
+    if not residency.check_together(a, call, "Conv2d", call.args, [x, k]):
         return ERROR
     xs, ks = plain(x).shape, plain(k).shape
     channels, h, w = xs[-3:]
@@ -334,6 +342,9 @@ def _conformant(a, call, places: list[int], values_at: list[int]) -> Type:
         types[i] = a.expr(call.args[i])
     if any(isinstance(t, ErrorType) for t in types.values()):
         return ERROR
+    if not residency.check_together(a, call, f"'{call.callee.ident}'", [call.args[i] for i in sorted(types)],
+                                    [types[i] for i in sorted(types)]):
+        return ERROR
     for i in sorted(types):
         p = plain(types[i])
         ok = isinstance(p, Scalar) and p.is_float or isinstance(p, Tensor) and p.element.is_float
@@ -398,12 +409,23 @@ def check_seed(a, call, expected):
     return VOID
 
 
+def host_only(a, call, pairs) -> bool:
+    """Operations the GPU does not run: their (argument, type) pairs must live on the host."""
+    for arg, t in pairs:
+        if residency.on_gpu(t):
+            a.error(arg, 7005, f"'{call.callee.ident}' runs on the host; {residency.describe(arg.place if isinstance(arg, ast.AddressArg) else arg)} "
+                               "lives on the GPU: work on a host copy and move it with ToDevice")
+            return False
+    return True
+
+
 @checker("Normal", "Uniform")
 def check_fill_random(a, call, expected):
     """Normal(address x, mean, std), Uniform(address x, low, high)."""
     if not arity(a, call, 3):
         return ERROR
-    if isinstance(_conformant(a, call, [0], []), ErrorType):
+    first = _conformant(a, call, [0], [])
+    if isinstance(first, ErrorType) or not host_only(a, call, [(call.args[0], call.args[0].ty)]):
         return VOID
     _numbers(a, call, [1, 2])
     return VOID
@@ -448,6 +470,8 @@ def check_linear_algebra(a, call, expected):
     if any(isinstance(t, ErrorType) for t in types.values()):
         return BOOLEAN
     plain_only(a, call, list(types.values()))
+    if not host_only(a, call, [(call.args[i], t) for i, t in types.items()]):
+        return BOOLEAN
     if not _dynamic_float(a, call, 0, types[0], 2, lent=False):
         return BOOLEAN
     element = plain(types[0]).element
@@ -516,6 +540,8 @@ def check_checkpoint(a, call, expected):
         if where is None:
             a.error(arg, 5113, f"'{name}' stores places by their canonical path: pass a variable, a field or an "
                                "element with constant indices")
+            continue
+        if not host_only(a, call, [(arg, t)]):
             continue
         why = saveable(t)
         if why:
