@@ -285,6 +285,24 @@ typedef struct {
     mica_tag *tag;        /* a tracked place, re-adopted once loaded */
 } mica_entry;
 
+/* ------------------------------------------------------------ the GPU (GPU programs only, mica_gpu.c) */
+
+/* A device tensor: its storage on the GPU (0 until first written: zeros). */
+typedef struct {
+    uint64_t ptr;
+    int64_t bytes;
+} mica_dev;
+
+extern const char mica_ptx[]; /* the program's kernels, rendered by the compiler */
+
+void mica_dev_reserve(mica_dev *d, int64_t bytes, int line);
+void mica_dev_drop(mica_dev *d);
+void mica_dev_assign(mica_dev *dst, mica_dev src, int line);
+void mica_dev_move(mica_dev *dst, mica_dev src);
+void mica_dev_upload(mica_dev *dst, const void *host, int64_t bytes, int line);
+void mica_dev_download(void *host, mica_dev src, int64_t bytes, int line);
+void mica_gpu_launch(const char *kernel, int64_t threads, int line, const char *signature, ...);
+
 void mica_save(mica_string path, mica_entry *entries, int64_t count, int line);
 /* false (after saying why on stderr) when the file is refused; traps instead when must */
 bool mica_load(mica_string path, mica_entry *entries, int64_t count, bool must, int line);
