@@ -38,6 +38,13 @@ def cmd_emit_c(args) -> int:
     return 0
 
 
+def cmd_emit_ptx(args) -> int:
+    from .compile import to_ptx
+
+    sys.stdout.write(to_ptx(_source(args.program)))
+    return 0
+
+
 def cmd_explain(args) -> int:
     from .compile.places import explain_table
 
@@ -111,6 +118,7 @@ COMMANDS = {
     "build": (cmd_build, "build a static binary"),
     "run": (cmd_run, "build for this machine and run, passing the arguments after --"),
     "emit-c": (cmd_emit_c, "print the C the compiler generates"),
+    "emit-ptx": (cmd_emit_ptx, "print the PTX kernels the program's binary embeds"),
     "explain": (cmd_explain, "list every tracked place: canonical path, type, element count"),
     "image": (cmd_image, "write a FROM scratch OCI image of the program, without a Docker daemon"),
     "size": (cmd_size, "the stripped binary's size per target and section; --check holds it to budgets"),

@@ -16,12 +16,19 @@ class Target:
     triple: str  # what zig calls it
     platform: str  # what Docker and OCI call it
     elf_machine: str  # what pyelftools and `file` call it
+    link_flags: tuple = ("-static",)  # a fully static binary, unless the GPU flavour
 
 
 TARGETS = {
     "x86_64-linux": Target("x86_64-linux", "x86_64-linux-musl", "linux/amd64", "EM_X86_64"),
     "aarch64-linux": Target("aarch64-linux", "aarch64-linux-musl", "linux/arm64", "EM_AARCH64"),
 }
+
+
+def gpu_flavour(target: Target) -> Target:
+    """The same machine, linked against glibc (2.28 or newer) so it can dlopen libcuda."""
+    triple = target.triple.replace("-musl", "-gnu.2.28")
+    return Target(target.name + "-gpu", triple, target.platform, target.elf_machine, ("-ldl",))
 ALIASES = {"amd64": "x86_64-linux", "x86_64": "x86_64-linux", "arm64": "aarch64-linux", "aarch64": "aarch64-linux",
            "linux/amd64": "x86_64-linux", "linux/arm64": "aarch64-linux"}
 

@@ -301,7 +301,9 @@ void mica_dev_assign(mica_dev *dst, mica_dev src, int line);
 void mica_dev_move(mica_dev *dst, mica_dev src);
 void mica_dev_upload(mica_dev *dst, const void *host, int64_t bytes, int line);
 void mica_dev_download(void *host, mica_dev src, int64_t bytes, int line);
+uint64_t mica_dev_data(mica_dev *d, int64_t bytes, int line);
 void mica_gpu_launch(const char *kernel, int64_t threads, int line, const char *signature, ...);
+void mica_gpu_launch_grid(const char *kernel, int64_t threads, int64_t grid_y, int line, const char *signature, ...);
 
 void mica_save(mica_string path, mica_entry *entries, int64_t count, int line);
 /* false (after saying why on stderr) when the file is refused; traps instead when must */

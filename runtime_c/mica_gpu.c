@@ -149,6 +149,12 @@ void mica_dev_reserve(mica_dev *d, int64_t bytes, int line) {
     check(cu.zero(d->ptr, 0, (size_t)bytes), "zeroing", line);
 }
 
+/* The device address of a place, which a place never written gets as zeros. */
+uint64_t mica_dev_data(mica_dev *d, int64_t bytes, int line) {
+    if (d->ptr == 0) mica_dev_reserve(d, bytes, line);
+    return d->ptr;
+}
+
 void mica_dev_assign(mica_dev *dst, mica_dev src, int line) {
     if (dst->ptr == src.ptr && dst->ptr != 0) return;
     mica_dev_reserve(dst, src.bytes, line);
@@ -193,11 +199,30 @@ static CUfunction find(const char *name, int line) {
     return k->function;
 }
 
+static void launch(const char *kernel, int64_t threads, int64_t grid_y, int line, const char *signature,
+                   va_list list);
+
 /* Launch `kernel` over `threads` threads (blocks of 256). signature names each
  * argument that follows: p a device pointer (uint64_t), i an int64_t, f a
  * float (passed as double), d a double. Waits for the kernel, so a fault is
  * reported at the Mica line that caused it. */
 void mica_gpu_launch(const char *kernel, int64_t threads, int line, const char *signature, ...) {
+    va_list list;
+    va_start(list, signature);
+    launch(kernel, threads, 1, line, signature, list);
+    va_end(list);
+}
+
+/* The same over a grid grid_y blocks tall (a batch of products, say). */
+void mica_gpu_launch_grid(const char *kernel, int64_t threads, int64_t grid_y, int line, const char *signature, ...) {
+    va_list list;
+    va_start(list, signature);
+    launch(kernel, threads, grid_y, line, signature, list);
+    va_end(list);
+}
+
+static void launch(const char *kernel, int64_t threads, int64_t grid_y, int line, const char *signature,
+                   va_list list) {
     need_device(line);
     union {
         uint64_t p;
@@ -207,8 +232,6 @@ void mica_gpu_launch(const char *kernel, int64_t threads, int line, const char *
     } values[16];
     void *args[16];
     int n = 0;
-    va_list list;
-    va_start(list, signature);
     for (const char *s = signature; *s && n < 16; s++, n++) {
         switch (*s) {
         case 'p': values[n].p = va_arg(list, uint64_t); break;
@@ -218,9 +241,8 @@ void mica_gpu_launch(const char *kernel, int64_t threads, int line, const char *
         }
         args[n] = &values[n];
     }
-    va_end(list);
-    if (threads <= 0) return;
+    if (threads <= 0 || grid_y <= 0) return;
     unsigned blocks = (unsigned)((threads + 255) / 256);
-    check(cu.launch(find(kernel, line), blocks, 1, 1, 256, 1, 1, 0, NULL, args, NULL), kernel, line);
+    check(cu.launch(find(kernel, line), blocks, (unsigned)grid_y, 1, 256, 1, 1, 0, NULL, args, NULL), kernel, line);
     check(cu.synchronize(), kernel, line);
 }

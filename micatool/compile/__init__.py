@@ -40,3 +40,12 @@ def front_end(source: SourceFile) -> Analysis:
 
 def to_c(source: SourceFile) -> str:
     return lower(front_end(source))
+
+
+def to_ptx(source: SourceFile) -> str:
+    """The PTX module a program's binary embeds (empty when it uses no kernel)."""
+    from .lower import Lowering
+
+    lowering = Lowering(front_end(source))
+    lowering.render()
+    return lowering.ptx()

@@ -80,6 +80,7 @@ class CTypes:
         self.helpers: list[str] = []
         self.names: dict[Type, str] = {}
         self.record_names: dict[int, str] = {}
+        self.uses_gpu = False  # a device type appeared: the program is built as the GPU flavour
 
     def name(self, t: Type) -> str:
         if isinstance(t, Scalar):
@@ -103,6 +104,9 @@ class CTypes:
         raise AssertionError(f"no C type for {t}")
 
     def define_tensor(self, t: Tensor) -> str:
+        if t.on_gpu:
+            self.uses_gpu = True
+            return "mica_dev"  # the shape and element type are the compiler's to know
         suffix = SUFFIX[t.element]
         if t.is_dynamic:
             return f"mica_dyn_{suffix}"
@@ -136,6 +140,8 @@ class CTypes:
     def define_tracked(self, t: Tracked) -> str:
         inner = self.name(t.inner)
         name = f"{inner}_tracked" if isinstance(t.inner, Tensor) else f"mica_tracked_{SUFFIX[t.inner]}"
+        if any(d.endswith(f" {name};") for d in self.definitions):
+            return name  # every tracked device tensor shares mica_dev_tracked
         self.definitions.append(f"typedef struct {{ {inner} v; mica_tag tag; }} {name};")
         return name
 
@@ -147,6 +153,8 @@ class CTypes:
             return self.helper(t.inner, op)
         if t == STRING:
             return f"mica_str_{op}"
+        if isinstance(t, Tensor) and t.on_gpu:
+            return f"mica_dev_{op}"
         if isinstance(t, Tensor):
             return f"mica_dyn_{op}_{SUFFIX[t.element]}"
         return f"{self.name(t)}__{op}"

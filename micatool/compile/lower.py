@@ -27,6 +27,7 @@ from .analyzer import Analysis
 from .ctypes import CTypes, c_name
 from .cvalue import CValue
 from .lower_expr import ExprLowering, balanced, passed_by_pointer
+from .lower_device import DeviceLowering
 from .lower_tape import TapeLowering
 from .symbols import RoutineSymbol, VarSymbol
 from .types import INTEGER_RANGES, Array, Record, Scalar, Tensor, Tracked, Type, needs_drop, plain, substitute
@@ -74,6 +75,7 @@ class Lowering:
         self.pending: list[tuple[RoutineSymbol, dict, str, bool]] = []
         self.prototypes: list[str] = []
         self.functions: list[str] = []
+        self.kernels: set[str] = set()  # the GPU kernels the program launches
 
     def instance(self, routine: RoutineSymbol, binding: dict, recording: bool = False) -> str:
         """The C name of routine for one shape binding, queued for lowering on first use."""
@@ -88,6 +90,12 @@ class Lowering:
             self.pending.append((routine, dict(binding), name, recording))
         return self.instances[key]
 
+    def ptx(self) -> str:
+        """The PTX module of the kernels the lowered program launches."""
+        from ..link import ptx
+
+        return ptx.render(sorted(self.kernels)) if self.kernels else ""
+
     def render(self) -> str:
         main = FunctionLowering(self, None, {}, recording=False)
         main_body = main.program_body(self.analysis)
@@ -98,7 +106,10 @@ class Lowering:
             self.functions.append(text)
         globals_ = [f"{self.types.name(v.type)} {c_name(v.name)}" for v in self.analysis.global_vars]
         source_name = self.analysis.source.name.rsplit("/", 1)[-1]
+        ptx_lines = [c_string_literal(line + "\n") for line in self.ptx().splitlines()] if self.types.uses_gpu else []
         return _templates.get_template("program.c.j2").render(
+            gpu=self.types.uses_gpu,
+            ptx_lines=ptx_lines or ['""'],
             version=__version__,
             source_name=source_name,
             source_name_c=c_string_literal(source_name),
@@ -118,7 +129,7 @@ class Loop:
     continued: bool = False
 
 
-class FunctionLowering(ExprLowering, TapeLowering):
+class FunctionLowering(ExprLowering, TapeLowering, DeviceLowering):
     """One C function: the main body or one instance of a routine."""
 
     def __init__(self, lowering: Lowering, routine: RoutineSymbol | None, binding: dict, recording: bool):
@@ -324,6 +335,9 @@ class FunctionLowering(ExprLowering, TapeLowering):
             return
         if isinstance(value.type, Tracked):
             value = self.untracked(value)
+        if isinstance(t, Tensor) and t.on_gpu:
+            self.device_store(target, value, line)
+            return
         if self.stores_whole(t):
             converted = self.convert(value, t, line)
             if needs_drop(t):

@@ -15,6 +15,7 @@ from ..diagnostics import InternalError
 from . import ast
 from .ctypes import SUFFIX, c_name
 from .cvalue import CValue, dtype_of
+from .lower_device import uses_device
 from .symbols import ConstSymbol, RoutineSymbol, ShapeVarSymbol, TypeSymbol, VarSymbol
 from .types import (
     BOOLEAN,
@@ -289,6 +290,8 @@ class ExprLowering:
 
     def expr_Unary(self, e: ast.Unary, expected) -> CValue:
         t = self.concrete(e.ty)
+        if uses_device(e):
+            return self.device_unary(e)
         if self.in_window and isinstance(t, Tracked):
             return self.record_unary(e)
         operand = self.untracked(self.value(e.operand))
@@ -313,6 +316,8 @@ class ExprLowering:
 
     def expr_Binary(self, e: ast.Binary, expected) -> CValue:
         t = self.concrete(e.ty)
+        if uses_device(e):
+            return self.device_binary(e)
         if self.in_window and isinstance(t, Tracked):
             return self.record_binary(e)
         op = e.op
@@ -454,7 +459,11 @@ class ExprLowering:
         if isinstance(target, RoutineSymbol):
             return self.routine_call(e, target)
         if isinstance(target, TypeSymbol):
+            if uses_device(e):
+                return self.device_conversion(e, target.type)
             return lower_conversion(self, e, target.type)
+        if uses_device(e) and e.callee.ident not in DEVICE_AWARE:
+            return self.device_call(e)
         name = e.callee.ident
         if name not in LOWERERS:
             raise InternalError(f"no lowering for builtin {name}")
@@ -510,6 +519,10 @@ class ExprLowering:
         holder = self.declare(param_type)
         self.line(f"{holder}.v = {v.text};")
         return CValue(holder, param_type, lvalue=True)
+
+
+# builtins whose own lowering handles device operands (they lend places or pass values through)
+DEVICE_AWARE = {"AdamStep", "SgdStep", "Backward", "Gradient"}
 
 
 def _root(e: ast.Expr):

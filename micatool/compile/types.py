@@ -196,7 +196,7 @@ def needs_drop(t: Type) -> bool:
     if t == STRING:
         return True
     if isinstance(t, Tensor):
-        return t.is_dynamic
+        return t.is_dynamic or t.on_gpu  # heap storage, or device storage
     if isinstance(t, Array):
         return t.is_dynamic or needs_drop(t.element)
     if isinstance(t, Record):

@@ -53,16 +53,28 @@ def runtime_library(target: targets.Target, tier: str) -> Path:
     return archive
 
 
+GPU_MARK = "#define MICA_GPU 1"
+
+
+def flavour(c_source: str, target: targets.Target) -> targets.Target:
+    """A GPU program is built against glibc, which can dlopen the driver (docs/gpu.md)."""
+    if GPU_MARK in c_source:
+        return targets.gpu_flavour(target)
+    return target
+
+
 def build(c_source: str, target: targets.Target, tier: str, output: Path) -> None:
-    """Compile generated C for target at tier into the static binary `output`."""
+    """Compile generated C for target at tier into the binary `output`: static, or
+    the glibc flavour for a GPU program."""
+    target = flavour(c_source, target)
     library = runtime_library(target, tier)
-    flags = targets.tier_flags(tier) + targets.TIER_LINK_FLAGS[tier]
+    flags = targets.tier_flags(tier) + targets.TIER_LINK_FLAGS[tier] + list(target.link_flags)
     with tempfile.TemporaryDirectory(prefix="mica-build-") as work:
         c_file = Path(work) / "program.c"
         c_file.write_text(c_source)
         binary = Path(work) / "program"
         zig.cc(
-            ["-target", target.triple, *flags, "-static", "-Wl,--gc-sections", "-I", str(runtime_dir()),
+            ["-target", target.triple, *flags, "-Wl,--gc-sections", "-I", str(runtime_dir()),
              str(c_file), str(library), "-lpthread", "-o", str(binary)],
             cwd=Path(work),
         )
@@ -72,7 +84,7 @@ def build(c_source: str, target: targets.Target, tier: str, output: Path) -> Non
 def cached_build(c_source: str, target: targets.Target, tier: str) -> Path:
     """The binary for this C, target and tier, reusing an earlier identical build."""
     key = digest(zig.zig_version(), target.triple, tier, c_source, *(p.read_text() for p in runtime_sources()))
-    path = cache_dir() / "programs" / f"{key[:24]}-{target.name}-{tier}"
+    path = cache_dir() / "programs" / f"{key[:24]}-{flavour(c_source, target).name}-{tier}"
     if not path.exists():
         build(c_source, target, tier, path)
     return path

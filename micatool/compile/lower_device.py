@@ -1,0 +1,254 @@
+"""Device lowering: operations on GPU values become kernel launches.
+
+A device value is a `mica_dev` (its storage's device address and size). An
+operation with a device operand lowers here instead of to a host kernel: a
+fresh device temporary for the result, and one `mica_gpu_launch` of the
+kernel that mirrors the host kernel (micatool.link.ptx lists each kernel's
+parameters and thread count). The kernels a program launches are the only
+ones its binary embeds.
+"""
+
+from __future__ import annotations
+
+from . import ast
+from .ctypes import SUFFIX
+from .cvalue import CValue
+from .types import Scalar, Tensor, Type, plain
+
+SIGNATURE = {"ptr": "p", "int": "i", "flag": "i"}
+
+
+def device_type(t: Type) -> bool:
+    p = plain(t)
+    return isinstance(p, Tensor) and p.on_gpu
+
+
+def element(t: Type) -> Scalar:
+    p = plain(t)
+    return p if isinstance(p, Scalar) else p.element
+
+
+def count(t: Type) -> int:
+    p = plain(t)
+    return p.count if isinstance(p, Tensor) else 1
+
+
+def byte_size(t: Type) -> int:
+    return count(t) * (8 if element(t).name in ("float64", "integer") else 4)
+
+
+class DeviceLowering:
+    """Mixed into FunctionLowering: launches, transfers and device temporaries."""
+
+    def launch(self, kernel: str, line: int, **args) -> None:
+        """One kernel launch; args are C expressions keyed by the kernel's parameter names."""
+        from ..link.ptx import KERNELS
+
+        spec = KERNELS[kernel]
+        self.lowering.kernels.add(kernel)
+        values, signature, extents = [], "", {}
+        for param in spec.params:
+            text = str(args[param.name])
+            values.append(text)
+            if param.kind == "scalar":
+                signature += "f" if param.ptx == "f32" else "d"
+            else:
+                signature += SIGNATURE[param.kind]
+            if param.kind in ("int", "flag"):
+                extents[param.name] = int(text) if text.lstrip("-").isdigit() else text
+        threads = eval(spec.threads, {}, extents)  # extents are compile-time numbers
+        grid = f"{threads}" if spec.grid_y is None else f"{threads}, {eval(spec.grid_y, {}, extents)}"
+        self.line(f'mica_gpu_launch{"" if spec.grid_y is None else "_grid"}("{kernel}", {grid}, {line}, '
+                  f'"{signature}", {", ".join(values)});')
+
+    def device_temp(self, t: Type, line: int) -> CValue:
+        """A fresh device value of type t, its storage reserved (and zeroed)."""
+        name = self.declare(t)
+        self.line(f"mica_dev_reserve(&{name}, {byte_size(t)}, {line});")
+        return CValue(name, t, owned=True, lvalue=True)
+
+    def device_data(self, v: CValue, line: int) -> str:
+        """The device address of a value; a place never written gets zeroed storage first."""
+        v = self.materialize(self.borrow(v))
+        return f"mica_dev_data(&{v.text}, {byte_size(v.type)}, {line})"
+
+    # ============================================================ crossings
+
+    def to_device(self, call: ast.Call) -> CValue:
+        t = self.concrete(call.ty)
+        host = self.untracked(self.value(call.args[0]))
+        out = self.declare(t)
+        data = f"&{self.materialize(host).text}" if isinstance(plain(host.type), Scalar) else self.data(host)
+        if isinstance(plain(host.type), Scalar) and plain(host.type) != element(t):
+            data = f"&{self.materialize(self.convert(host, element(t), call.pos.line)).text}"
+        self.line(f"mica_dev_upload(&{out}, {data}, {byte_size(t)}, {call.pos.line});")
+        return CValue(out, t, owned=True, lvalue=True)
+
+    def to_host(self, call: ast.Call) -> CValue:
+        t = self.concrete(call.ty)
+        device = self.value(call.args[0])
+        out = self.declare_uninitialized(t)
+        target = f"&{out}" if isinstance(plain(t), Scalar) else f"{out}.e"
+        self.line(f"mica_dev_download({target}, {self.materialize(self.borrow(device)).text}, {byte_size(t)}, "
+                  f"{call.pos.line});")
+        return CValue(out, t, lvalue=True)
+
+    # ============================================================ operators
+
+    def device_binary(self, e: ast.Binary) -> CValue:
+        t = plain(self.concrete(e.ty))
+        s, line = SUFFIX[t.element], e.pos.line
+        left, right = self.untracked(self.value(e.left)), self.untracked(self.value(e.right))
+        lt, rt = plain(left.type), plain(right.type)
+        out = self.device_temp(t, line)
+        if isinstance(lt, Tensor) and isinstance(rt, Tensor) and lt.on_gpu and rt.on_gpu and lt.rank and rt.rank:
+            a, b = self.device_data(left, line), self.device_data(right, line)
+            if e.op == "*":
+                self.device_product(out, a, b, lt, rt, s, line)
+            elif lt.shape == rt.shape:
+                self.launch(f"mica_{'add' if e.op == '+' else 'sub'}_{s}", line, out=f"{out.text}.ptr", a=a, b=b, n=t.count)
+            else:
+                kernel = f"mica_{'add' if e.op == '+' else 'sub'}_rows_{s}"
+                self.launch(kernel, line, out=f"{out.text}.ptr", a=a, row=b, rows=t.count // rt.count, cols=rt.count)
+            return out
+        tensor_left = isinstance(lt, Tensor) and (lt.rank > 0 or not isinstance(rt, Tensor))
+        tensor, scalar = (left, right) if tensor_left else (right, left)
+        k = self.convert(scalar, t.element, line).text
+        a = self.device_data(tensor, line)
+        kernel, value = {"*": ("scale", k), "/": ("divide", k), "+": ("shift", k)}.get(e.op, ("shift", f"-({k})"))
+        if e.op == "-" and not tensor_left:
+            kernel, value = "rsub", k
+        self.launch(f"mica_{kernel}_{s}", line, out=f"{out.text}.ptr", a=a, s=value, n=t.count)
+        return out
+
+    def device_product(self, out: CValue, a: str, b: str, lt: Tensor, rt: Tensor, s: str, line: int) -> None:
+        """The forms of '*', as one gemm launch per matrix product (the host's order of sums)."""
+        if lt.rank == 1:
+            m, k, n = 1, rt.shape[0], rt.shape[1]
+        elif rt.rank <= 2:
+            k = lt.shape[-1]
+            m, n = lt.count // k, (1 if rt.rank == 1 else rt.shape[1])
+        else:
+            k = lt.shape[-1]
+            m, n = lt.shape[-2], rt.shape[-1]
+            batch = lt.count // (m * k)
+            self.launch(f"mica_bmm_{s}", line, out=f"{out.text}.ptr", a=a, b=b, batch=batch, m=m, k=k, n=n)
+            return
+        self.launch(f"mica_gemm_{s}", line, trans_a=0, trans_b=0, m=m, n=n, k=k, a=a, lda=k, b=b, ldb=n,
+                    c=f"{out.text}.ptr", ldc=n, accumulate=0)
+
+    def device_unary(self, e: ast.Unary) -> CValue:
+        t = plain(self.concrete(e.ty))
+        operand = self.untracked(self.value(e.operand))
+        if e.op == "+":
+            return operand
+        out = self.device_temp(t, e.pos.line)
+        self.launch(f"mica_neg_{SUFFIX[t.element]}", e.pos.line, out=f"{out.text}.ptr",
+                    a=self.device_data(operand, e.pos.line), n=count(t))
+        return out
+
+    # ============================================================ the vocabulary on the device
+
+    def device_call(self, call: ast.Call) -> CValue:
+        name = call.callee.ident
+        if name in ("ToDevice", "ToHost"):
+            return self.to_device(call) if name == "ToDevice" else self.to_host(call)
+        handler = getattr(self, "device_" + name.lower(), None)
+        if handler is None:
+            from ..diagnostics import InternalError
+
+            raise InternalError(f"no device lowering for {name}")
+        return handler(call)
+
+    def device_elementwise(self, call: ast.Call) -> CValue:
+        t = self.concrete(call.ty)
+        x = self.untracked(self.value(call.args[0]))
+        out = self.device_temp(t, call.pos.line)
+        kernel = f"mica_each_{call.callee.ident.lower()}_{SUFFIX[element(t)]}"
+        self.launch(kernel, call.pos.line, out=f"{out.text}.ptr", x=self.device_data(x, call.pos.line), n=count(t))
+        return out
+
+    device_tanh = device_exp = device_log = device_sqrt = device_relu = device_elementwise
+    device_gelu = device_silu = device_sigmoid = device_abs = device_elementwise
+
+    def device_reduce(self, call: ast.Call) -> CValue:
+        t = self.concrete(call.ty)
+        x = self.untracked(self.value(call.args[0]))
+        out = self.device_temp(t, call.pos.line)
+        kernel = f"mica_{call.callee.ident.lower().replace(':reduce', '')}_{SUFFIX[element(t)]}"
+        self.launch(kernel, call.pos.line, out=f"{out.text}.ptr", x=self.device_data(x, call.pos.line),
+                    n=count(x.type))
+        return out
+
+    device_sum = device_mean = device_max = device_reduce
+
+    def device_rows(self, call: ast.Call) -> CValue:
+        """Softmax, LayerNorm and RmsNorm: one thread per row."""
+        t = plain(self.concrete(call.ty))
+        s, line = SUFFIX[t.element], call.pos.line
+        args = [self.untracked(self.value(a)) for a in call.args]
+        cols = t.shape[-1]
+        out = self.device_temp(t, line)
+        data = [self.device_data(a, line) for a in args]
+        name = call.callee.ident.lower()
+        kwargs = {"out": f"{out.text}.ptr", "x": data[0], "rows": t.count // cols, "cols": cols}
+        if name == "layernorm":
+            kwargs.update(mean=0, rstd=0, gain=data[1], bias=data[2])
+        elif name == "rmsnorm":
+            kwargs.update(rstd=0, gain=data[1])
+        self.launch(f"mica_{name}_rows_{s}", line, **kwargs)
+        return out
+
+    device_softmax = device_layernorm = device_rmsnorm = device_rows
+
+    def device_causalmask(self, call: ast.Call) -> CValue:
+        t = plain(self.concrete(call.ty))
+        x = self.untracked(self.value(call.args[0]))
+        out = self.device_temp(t, call.pos.line)
+        rows, cols = t.shape[-2:]
+        self.launch(f"mica_causal_mask_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
+                    x=self.device_data(x, call.pos.line), batch=t.count // (rows * cols), rows=rows, cols=cols)
+        return out
+
+    def device_transpose(self, call: ast.Call) -> CValue:
+        t = plain(self.concrete(call.ty))
+        x = self.untracked(self.value(call.args[0]))
+        rows, cols = plain(x.type).shape[-2:]
+        out = self.device_temp(t, call.pos.line)
+        self.launch(f"mica_transpose_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
+                    a=self.device_data(x, call.pos.line), batch=t.count // (rows * cols), rows=rows, cols=cols)
+        return out
+
+    def device_mul(self, call: ast.Call) -> CValue:
+        t = plain(self.concrete(call.ty))
+        a, b = (self.untracked(self.value(x)) for x in call.args)
+        out = self.device_temp(t, call.pos.line)
+        self.launch(f"mica_mul_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
+                    a=self.device_data(a, call.pos.line), b=self.device_data(b, call.pos.line), n=t.count)
+        return out
+
+    def device_conversion(self, call: ast.Call, target: Type) -> CValue:
+        t = plain(self.concrete(call.ty))
+        x = self.untracked(self.value(call.args[0]))
+        source = element(x.type)
+        if source == t.element:
+            return x
+        out = self.device_temp(t, call.pos.line)
+        self.launch(f"mica_convert_{SUFFIX[t.element]}_{SUFFIX[source]}", call.pos.line, out=f"{out.text}.ptr",
+                    a=self.device_data(x, call.pos.line), n=count(t))
+        return out
+
+    def device_store(self, target: CValue, value: CValue, line: int) -> None:
+        if value.owned:
+            self.line(f"mica_dev_move(&{target.text}, {value.text});")
+        else:
+            self.line(f"mica_dev_assign(&{target.text}, {self.materialize(value).text}, {line});")
+
+
+def uses_device(e: ast.Expr) -> bool:
+    """Does this call or operator work on GPU values (an operand, or its result)?"""
+    types = [e.ty] + [a.ty for a in getattr(e, "args", []) if not isinstance(a, ast.AddressArg)]
+    types += [getattr(e, "left", None) and e.left.ty, getattr(e, "right", None) and e.right.ty,
+              getattr(e, "operand", None) and e.operand.ty]
+    return any(t is not None and device_type(t) for t in types)
+
