@@ -265,6 +265,7 @@ MICA_LINALG(float, f32)
 #undef MICA_LINALG
 
 #include "mica_math.h"
+#include "mica_math_array.h"
 #include "mica_tape.h"
 #include "mica_ops.h"
 

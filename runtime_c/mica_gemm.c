@@ -37,16 +37,13 @@
  * row-major B (vector-matrix); threads join from GEMM_PARALLEL_WORK on.
  */
 #include "mica_gemm.h"
+#include "mica_cpu.h"
 #include "mica_threads.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
 
 #define GEMM_LOAD 1 /* micro-kernel: start from c (a later k block) */
 #define GEMM_ADD 2  /* micro-kernel: c = c + acc at the end */
@@ -311,27 +308,10 @@ static const gemm_isa_entry gemm_isas[] = {
     {"avx512", gemm_f32_avx512, gemm_f64_avx512},
 };
 
-// 0 = SSE2, 1 = AVX2, 2 = AVX-512F: what the CPU has and the OS saves.
-static int x86_level(void) {
-    unsigned eax, ebx, ecx, edx;
-    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return 0;
-    if (!(ecx & (1u << 27)) || !(ecx & (1u << 28))) return 0; /* OSXSAVE, AVX */
-    unsigned xcr0, xcr0_hi;
-    __asm__ volatile("xgetbv" : "=a"(xcr0), "=d"(xcr0_hi) : "c"(0));
-    if ((xcr0 & 0x6) != 0x6) return 0; /* XMM and YMM state */
-    gemm_cpu_has_avx = true;
-    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return 0;
-    if (!(ebx & (1u << 5))) return 0; /* AVX2 */
-    if ((ebx & (1u << 16)) && (xcr0 & 0xE6) == 0xE6) return 2; /* AVX512F, opmask + ZMM state */
-    return 1;
-}
-
+// The table's index is the level (mica_cpu.h); MICA_ISA and MICA_GEMM_ISA cap it.
 static int gemm_pick(void) {
-    int level = x86_level();
-    const char *cap = getenv("MICA_GEMM_ISA");
-    if (cap && strcmp(cap, "sse2") == 0) level = 0;
-    if (cap && strcmp(cap, "avx2") == 0 && level > 1) level = 1;
-    return level;
+    gemm_cpu_has_avx = mica_cpu_has_avx();
+    return mica_isa_level("MICA_GEMM_ISA");
 }
 #else
 static const gemm_isa_entry gemm_isas[] = {
@@ -339,7 +319,7 @@ static const gemm_isa_entry gemm_isas[] = {
 };
 
 static int gemm_pick(void) {
-    return 0;
+    return mica_isa_level("MICA_GEMM_ISA");
 }
 #endif
 

@@ -32,8 +32,9 @@ void mica_gemm_reference_f64(bool trans_a, bool trans_b, int64_t m, int64_t n, i
                              double *c, int64_t ldc, bool accumulate);
 
 /* The instruction set the fast path runs on: "avx512", "avx2", "sse2" or
- * "neon". On x86_64 it is chosen once from CPUID; MICA_GEMM_ISA=sse2|avx2|avx512
- * caps it (all give the same bits; tests use this to check that). */
+ * "neon". On x86_64 it is chosen once from CPUID (mica_cpu.h); MICA_ISA or
+ * MICA_GEMM_ISA=sse2|avx2|avx512 caps it (all give the same bits; tests use
+ * this to check that). */
 const char *mica_gemm_isa(void);
 
 #endif /* MICA_GEMM_H */

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "mica_math.h"
+#include "mica_math_consts.h"
 
 /* ------------------------------------------------------------ bits */
 
@@ -62,30 +63,20 @@ static float pow2_f32(int k) { return from_bits_f32((uint32_t)(k + 127) << 23); 
  * the subnormals, so the result is rounded once. */
 static double scale_f64(double y, int k) {
     if (k > 1023) return (y * pow2_f64(1023)) * pow2_f64(k - 1023);
-    if (k < -1022) return (y * pow2_f64(k + 1000)) * pow2_f64(-1000);
+    if (k < -1022) return (y * pow2_f64(k + SCALE_STEP_F64)) * pow2_f64(-SCALE_STEP_F64);
     return y * pow2_f64(k);
 }
 
 static float scale_f32(float y, int k) {
     if (k > 127) return (y * pow2_f32(127)) * pow2_f32(k - 127);
-    if (k < -126) return (y * pow2_f32(k + 100)) * pow2_f32(-100);
+    if (k < -126) return (y * pow2_f32(k + SCALE_STEP_F32)) * pow2_f32(-SCALE_STEP_F32);
     return y * pow2_f32(k);
 }
 
 /* ------------------------------------------------------------ exp */
 
-/* ln2 = LN2_HI + LN2_LO; LN2_HI has so few bits that k*LN2_HI is exact for
- * every k exp and log meet (|k| < 1100 f64, < 160 f32). */
-#define LN2_HI_F64 0x1.62e42ffp-1
-#define LN2_LO_F64 -0x1.718432a1b0e26p-35
-#define INV_LN2_F64 0x1.71547652b82fep+0
-#define LN2_HI_F32 0x1.62e4p-1f
-#define LN2_LO_F32 0x1.7f7d1cp-20f
-#define INV_LN2_F32 0x1.715476p+0f
-
-/* Adding then subtracting 1.5*2^52 (2^23) rounds to the nearest integer. */
-#define ROUND_SHIFT_F64 0x1.8p52
-#define ROUND_SHIFT_F32 0x1.8p23f
+/* LN2_HI, LN2_LO, INV_LN2, ROUND_SHIFT and the other constants are in
+ * mica_math_consts.h, shared with the array forms (mica_math_array.c). */
 
 /* exp(r), r = hi - lo, |r| <= 0.3466:
  * R(r) = r*(e^r+1)/(e^r-1) ~ 2 + t*P(t), t = r^2, and with c = r - t*P(t),
@@ -96,11 +87,11 @@ static float scale_f32(float y, int k) {
 static double exp_reduced_f64(double hi, double lo, double *yl) {
     double r = hi - lo;
     double t = r * r;
-    double p = 0x1.63769eac97872p-25;
-    p = -0x1.bbd41c68779a6p-20 + t * p;
-    p = 0x1.1566aaf25da36p-14 + t * p;
-    p = -0x1.6c16c16bebd5fp-9 + t * p;
-    p = 0x1.555555555553ep-3 + t * p;
+    double p = EXP_P4_F64;
+    p = EXP_P3_F64 + t * p;
+    p = EXP_P2_F64 + t * p;
+    p = EXP_P1_F64 + t * p;
+    p = EXP_P0_F64 + t * p;
     double c = r - t * p;
     double q = (lo - (r * c) / (2.0 - c)) - hi;
     double y = 1.0 - q;
@@ -111,8 +102,8 @@ static double exp_reduced_f64(double hi, double lo, double *yl) {
 static float exp_reduced_f32(float hi, float lo, float *yl) {
     float r = hi - lo;
     float t = r * r;
-    float p = -0x1.6aa4dcp-9f;
-    p = 0x1.55551ep-3f + t * p;
+    float p = EXP_P1_F32;
+    p = EXP_P0_F32 + t * p;
     float c = r - t * p;
     float q = (lo - (r * c) / (2.0f - c)) - hi;
     float y = 1.0f - q;
@@ -144,8 +135,8 @@ static float exp_parts_f32(float x, float xl, float *yl, int *k) {
 
 double mica_exp_f64(double x) {
     if (x != x) return nan_f64();
-    if (x > 710.0) return inf_f64();  /* exp(709.79) is already past DBL_MAX */
-    if (x < -746.0) return 0.0;       /* below half the least subnormal */
+    if (x > EXP_OVERFLOW_F64) return inf_f64();  /* exp(709.79) is already past DBL_MAX */
+    if (x < EXP_UNDERFLOW_F64) return 0.0;       /* below half the least subnormal */
     double yl;
     int k;
     double y = exp_parts_f64(x, 0.0, &yl, &k);
@@ -154,8 +145,8 @@ double mica_exp_f64(double x) {
 
 float mica_exp_f32(float x) {
     if (x != x) return nan_f32();
-    if (x > 89.0f) return inf_f32();
-    if (x < -104.0f) return 0.0f;
+    if (x > EXP_OVERFLOW_F32) return inf_f32();
+    if (x < EXP_UNDERFLOW_F32) return 0.0f;
     float yl;
     int k;
     float y = exp_parts_f32(x, 0.0f, &yl, &k);
@@ -164,9 +155,6 @@ float mica_exp_f32(float x) {
 
 /* ------------------------------------------------------------ log */
 
-#define SQRT2_F64 0x1.6a09e667f3bcdp+0
-#define SQRT2_F32 0x1.6a09e6p+0f
-
 /* log(2^k * (1+f)), 1+f in [sqrt2/2, sqrt2]:
  * s = f/(2+f), log(1+f) = 2s + s*R(z), z = s^2, R(z) = z*(L1 + z*(L2 + ...)).
  * With h = f*f/2 the identity 2s = f - s*f gives log(1+f) = f - (h - s*(h + R)),
@@ -174,13 +162,13 @@ float mica_exp_f32(float x) {
 static double log_reduced_f64(double f, int k) {
     double s = f / (2.0 + f);
     double z = s * s;
-    double p = 0x1.2f05638d18115p-3;
-    p = 0x1.39a1bab75a498p-3 + z * p;
-    p = 0x1.74663ee862d48p-3 + z * p;
-    p = 0x1.c71c52095d99ep-3 + z * p;
-    p = 0x1.24924941f123cp-2 + z * p;
-    p = 0x1.999999997fdb8p-2 + z * p;
-    p = 0x1.5555555555592p-1 + z * p;
+    double p = LOG_L6_F64;
+    p = LOG_L5_F64 + z * p;
+    p = LOG_L4_F64 + z * p;
+    p = LOG_L3_F64 + z * p;
+    p = LOG_L2_F64 + z * p;
+    p = LOG_L1_F64 + z * p;
+    p = LOG_L0_F64 + z * p;
     double R = z * p;
     double h = (0.5 * f) * f;
     double dk = (double)k;
@@ -190,10 +178,10 @@ static double log_reduced_f64(double f, int k) {
 static float log_reduced_f32(float f, int k) {
     float s = f / (2.0f + f);
     float z = s * s;
-    float p = 0x1.e2f664p-3f;
-    p = 0x1.2438d8p-2f + z * p;
-    p = 0x1.999a7ap-2f + z * p;
-    p = 0x1.555554p-1f + z * p;
+    float p = LOG_L3_F32;
+    p = LOG_L2_F32 + z * p;
+    p = LOG_L1_F32 + z * p;
+    p = LOG_L0_F32 + z * p;
     float R = z * p;
     float h = (0.5f * f) * f;
     float dk = (float)k;
@@ -206,8 +194,8 @@ double mica_log_f64(double x) {
     if (x == inf_f64()) return x;
     int k = 0;
     if (x < 0x1p-1022) { /* subnormal: make it normal first (exact) */
-        x = x * 0x1p54;
-        k = -54;
+        x = x * LOG_NORMALIZE_F64;
+        k = -LOG_NORMALIZE_K_F64;
     }
     uint64_t u = bits_f64(x);
     k = k + (int)(u >> 52) - 1023;
@@ -225,8 +213,8 @@ float mica_log_f32(float x) {
     if (x == inf_f32()) return x;
     int k = 0;
     if (x < 0x1p-126f) {
-        x = x * 0x1p25f;
-        k = -25;
+        x = x * LOG_NORMALIZE_F32;
+        k = -LOG_NORMALIZE_K_F32;
     }
     uint32_t u = bits_f32(x);
     k = k + (int)(u >> 23) - 127;
@@ -243,27 +231,27 @@ float mica_log_f32(float x) {
 /* tanh(a), 0 <= a < 0.55: a + a^3*P(a^2). */
 static double tanh_small_f64(double a) {
     double t = a * a;
-    double p = -0x1.47110a0ef7d05p-16;
-    p = 0x1.5d7459cdd09a5p-14 + t * p;
-    p = -0x1.e96fc5af94354p-13 + t * p;
-    p = 0x1.3483ae89f617ap-11 + t * p;
-    p = -0x1.7d8fd3ac866cp-10 + t * p;
-    p = 0x1.d6d29b96d2174p-9 + t * p;
-    p = -0x1.226e2f147a69dp-7 + t * p;
-    p = 0x1.664f485970a04p-6 + t * p;
-    p = -0x1.ba1ba1b97d88dp-5 + t * p;
-    p = 0x1.111111111079fp-3 + t * p;
-    p = -0x1.555555555554fp-2 + t * p;
+    double p = TANH_P10_F64;
+    p = TANH_P9_F64 + t * p;
+    p = TANH_P8_F64 + t * p;
+    p = TANH_P7_F64 + t * p;
+    p = TANH_P6_F64 + t * p;
+    p = TANH_P5_F64 + t * p;
+    p = TANH_P4_F64 + t * p;
+    p = TANH_P3_F64 + t * p;
+    p = TANH_P2_F64 + t * p;
+    p = TANH_P1_F64 + t * p;
+    p = TANH_P0_F64 + t * p;
     return a + (a * t) * p;
 }
 
 static float tanh_small_f32(float a) {
     float t = a * a;
-    float p = -0x1.9b3046p-8f;
-    p = 0x1.593d06p-6f + t * p;
-    p = -0x1.b9287ap-5f + t * p;
-    p = 0x1.110d26p-3f + t * p;
-    p = -0x1.55554ap-2f + t * p;
+    float p = TANH_P4_F32;
+    p = TANH_P3_F32 + t * p;
+    p = TANH_P2_F32 + t * p;
+    p = TANH_P1_F32 + t * p;
+    p = TANH_P0_F32 + t * p;
     return a + (a * t) * p;
 }
 
@@ -297,10 +285,10 @@ static float tanh_tail_f32(float a) {
 double mica_tanh_f64(double x) {
     if (x != x) return nan_f64();
     double a = x < 0.0 ? -x : x;
-    if (a < 0x1p-27) return x;
+    if (a < TANH_TINY_F64) return x;
     double y;
-    if (a < 0.55) y = tanh_small_f64(a);
-    else if (a > 22.0) y = 1.0;
+    if (a < TANH_SMALL_F64) y = tanh_small_f64(a);
+    else if (a > TANH_ONE_F64) y = 1.0;
     else y = 1.0 - tanh_tail_f64(a);
     return x < 0.0 ? -y : y;
 }
@@ -308,10 +296,10 @@ double mica_tanh_f64(double x) {
 float mica_tanh_f32(float x) {
     if (x != x) return nan_f32();
     float a = x < 0.0f ? -x : x;
-    if (a < 0x1p-12f) return x;
+    if (a < TANH_TINY_F32) return x;
     float y;
-    if (a < 0.55f) y = tanh_small_f32(a);
-    else if (a > 10.0f) y = 1.0f;
+    if (a < TANH_SMALL_F32) y = tanh_small_f32(a);
+    else if (a > TANH_ONE_F32) y = 1.0f;
     else y = 1.0f - tanh_tail_f32(a);
     return x < 0.0f ? -y : y;
 }
@@ -329,7 +317,7 @@ float mica_tanh_f32(float x) {
 static double sigmoid_parts_f64(double ah, double al, double *small, int *k) {
     double m = 0.0, ml = 0.0;
     *k = 0;
-    if (ah >= -760.0) m = exp_parts_f64(ah, al, &ml, k);
+    if (ah >= SIGMOID_ZERO_F64) m = exp_parts_f64(ah, al, &ml, k);
     double e = scale_f64(m, *k);
     double d = 1.0 + e;
     double dl = ((1.0 - d) + e) + scale_f64(ml, *k);
@@ -343,7 +331,7 @@ static double sigmoid_parts_f64(double ah, double al, double *small, int *k) {
 static float sigmoid_parts_f32(float ah, float al, float *small, int *k) {
     float m = 0.0f, ml = 0.0f;
     *k = 0;
-    if (ah >= -120.0f) m = exp_parts_f32(ah, al, &ml, k);
+    if (ah >= SIGMOID_ZERO_F32) m = exp_parts_f32(ah, al, &ml, k);
     float e = scale_f32(m, *k);
     float d = 1.0f + e;
     float dl = ((1.0f - d) + e) + scale_f32(ml, *k);
@@ -379,7 +367,7 @@ float mica_sigmoid_f32(float x) {
  * a*b = p + e exactly (barring overflow and underflow), no fma needed. */
 static double two_prod_f64(double a, double b, double *e) {
     double p = a * b;
-    double ta = 134217729.0 * a, tb = 134217729.0 * b;
+    double ta = SPLIT_F64 * a, tb = SPLIT_F64 * b;
     double ah = ta - (ta - a), bh = tb - (tb - b);
     double al = a - ah, bl = b - bh;
     *e = (((ah * bh - p) + ah * bl) + al * bh) + al * bl;
@@ -388,7 +376,7 @@ static double two_prod_f64(double a, double b, double *e) {
 
 static float two_prod_f32(float a, float b, float *e) {
     float p = a * b;
-    float ta = 4097.0f * a, tb = 4097.0f * b;
+    float ta = SPLIT_F32 * a, tb = SPLIT_F32 * b;
     float ah = ta - (ta - a), bh = tb - (tb - b);
     float al = a - ah, bl = b - bh;
     *e = (((ah * bh - p) + ah * bl) + al * bh) + al * bl;
@@ -416,17 +404,6 @@ static float two_sum_f32(float a, float b, float *e) {
  * K = 2*sqrt(2/pi), C = 0.044715, each constant as hi + lo. For x < 0,
  * sigmoid(v) ~ e^v, and an error of d in v is a relative error of d in
  * the answer: at x = -10, |v| = 87, so v is carried as vh + vl. */
-#define GELU_K_HI_F64 0x1.9884533d43651p+0
-#define GELU_K_LO_F64 -0x1.cbc0d30ebfd15p-54
-#define GELU_C_HI_F64 0x1.6e4e26d4801f7p-5
-#define GELU_C_LO_F64 0x1.441355475a31ap-59
-#define GELU_K3_F64 0x1.b6676bf7450fp-3 /* 3*K*C, for the derivative */
-#define GELU_K_HI_F32 0x1.988454p+0f
-#define GELU_K_LO_F32 -0x1.857936p-25f
-#define GELU_C_HI_F32 0x1.6e4e26p-5f
-#define GELU_C_LO_F32 0x1.a9003ep-30f
-#define GELU_K3_F32 0x1.b6676cp-3f
-
 static double gelu_arg_f64(double x, double *vl) {
     double x2l, x2 = two_prod_f64(x, x, &x2l);
     double x3l, x3 = two_prod_f64(x2, x, &x3l);
@@ -459,8 +436,8 @@ static float gelu_arg_f32(float x, float *vl) {
  * and the product is scaled last. */
 double mica_gelu_f64(double x) {
     if (x != x) return nan_f64();
-    if (x > 10.0) return x;
-    if (x < -25.0) return -0.0;
+    if (x > GELU_ONE_F64) return x;
+    if (x < GELU_ZERO_F64) return -0.0;
     double vl, v = gelu_arg_f64(x, &vl);
     double small;
     int k;
@@ -471,8 +448,8 @@ double mica_gelu_f64(double x) {
 
 float mica_gelu_f32(float x) {
     if (x != x) return nan_f32();
-    if (x > 10.0f) return x;
-    if (x < -12.0f) return -0.0f;
+    if (x > GELU_ONE_F32) return x;
+    if (x < GELU_ZERO_F32) return -0.0f;
     float vl, v = gelu_arg_f32(x, &vl);
     float small;
     int k;
@@ -486,8 +463,8 @@ float mica_gelu_f32(float x) {
  * same function: 1+t = 2s, 1-t^2 = 4*s*sn.) */
 double mica_gelu_grad_f64(double x) {
     if (x != x) return nan_f64();
-    if (x > 10.0) return 1.0;
-    if (x < -25.0) return 0.0;
+    if (x > GELU_ONE_F64) return 1.0;
+    if (x < GELU_ZERO_F64) return 0.0;
     double vl, v = gelu_arg_f64(x, &vl);
     double xdv = x * (GELU_K_HI_F64 + GELU_K3_F64 * (x * x));
     double small;
@@ -503,8 +480,8 @@ double mica_gelu_grad_f64(double x) {
 
 float mica_gelu_grad_f32(float x) {
     if (x != x) return nan_f32();
-    if (x > 10.0f) return 1.0f;
-    if (x < -12.0f) return 0.0f;
+    if (x > GELU_ONE_F32) return 1.0f;
+    if (x < GELU_ZERO_F32) return 0.0f;
     float vl, v = gelu_arg_f32(x, &vl);
     float xdv = x * (GELU_K_HI_F32 + GELU_K3_F32 * (x * x));
     float small;
@@ -524,7 +501,7 @@ float mica_gelu_grad_f32(float x) {
  * the answer -0; the shortcut also keeps -inf*0 = nan out. */
 double mica_silu_f64(double x) {
     if (x != x) return nan_f64();
-    if (x < -800.0) return -0.0;
+    if (x < SILU_ZERO_F64) return -0.0;
     double small;
     int k;
     if (x >= 0.0) return x * sigmoid_parts_f64(-x, 0.0, &small, &k);
@@ -534,7 +511,7 @@ double mica_silu_f64(double x) {
 
 float mica_silu_f32(float x) {
     if (x != x) return nan_f32();
-    if (x < -110.0f) return -0.0f;
+    if (x < SILU_ZERO_F32) return -0.0f;
     float small;
     int k;
     if (x >= 0.0f) return x * sigmoid_parts_f32(-x, 0.0f, &small, &k);
@@ -546,8 +523,8 @@ float mica_silu_f32(float x) {
  * 50 (f64) / 25 (f32) it rounds to 1 (and inf*0 would be nan). */
 double mica_silu_grad_f64(double x) {
     if (x != x) return nan_f64();
-    if (x > 50.0) return 1.0;
-    if (x < -800.0) return -0.0;
+    if (x > SILU_GRAD_ONE_F64) return 1.0;
+    if (x < SILU_ZERO_F64) return -0.0;
     double small;
     int k;
     if (x >= 0.0) {
@@ -560,8 +537,8 @@ double mica_silu_grad_f64(double x) {
 
 float mica_silu_grad_f32(float x) {
     if (x != x) return nan_f32();
-    if (x > 25.0f) return 1.0f;
-    if (x < -110.0f) return -0.0f;
+    if (x > SILU_GRAD_ONE_F32) return 1.0f;
+    if (x < SILU_ZERO_F32) return -0.0f;
     float small;
     int k;
     if (x >= 0.0f) {

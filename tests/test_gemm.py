@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ["tests/c/gemm_check.c", "runtime_c/mica_gemm.c", "runtime_c/mica_threads.c"]
+SOURCES = ["tests/c/gemm_check.c", "runtime_c/mica_gemm.c", "runtime_c/mica_cpu.c", "runtime_c/mica_threads.c"]
 FLAGS = ["-static", "-ffp-contract=off", "-fno-sanitize=undefined", "-Wall", "-Wextra", "-Werror"]
 QEMU = shutil.which("qemu-aarch64-static")
 LINE = re.compile(r"isa (\w+) threads (\d+) cases (\d+) mismatches (\d+) hash ([0-9a-f]{16})")

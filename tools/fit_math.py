@@ -1,4 +1,5 @@
-"""fit_math.py: the polynomial coefficients of runtime_c/mica_math.c.
+"""fit_math.py: the polynomial coefficients of runtime_c/mica_math.c
+(kept in runtime_c/mica_math_consts.h, shared with the array forms).
 
 Takes nothing; prints, for every polynomial in mica_math.c, its coefficients
 as C hex-float literals (already rounded to the working precision) and the

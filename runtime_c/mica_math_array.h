@@ -1,0 +1,37 @@
+/* mica_math_array.h: the elementary functions of mica_math.h over arrays.
+ *
+ *     mica_F_array_S(out, x, n):   out[i] = mica_F_S(x[i]) for 0 <= i < n
+ *
+ * bit for bit, for every input (nan, infinities, zeros, subnormals, the
+ * saturation and underflow edges included), on every instruction set, at
+ * every optimisation level and on both architectures: each vector lane
+ * performs exactly the scalar function's IEEE operations, in its order,
+ * with its constants (mica_math.c stays the reference; mica_math_array.c
+ * says how its branches become per-lane selects). They exist for speed only.
+ *
+ * out and x may be the same array (in place); otherwise they must not overlap.
+ * n <= 0 does nothing. The instruction set is chosen once, as for the GEMM
+ * (mica_cpu.h; MICA_ISA caps it).
+ */
+#ifndef MICA_MATH_ARRAY_H
+#define MICA_MATH_ARRAY_H
+
+#include <stdint.h>
+
+#define MICA_MATH_ARRAY_DECLARE(F)                                                  \
+    void mica_##F##_array_f64(double *out, const double *x, int64_t n);            \
+    void mica_##F##_array_f32(float *out, const float *x, int64_t n);
+MICA_MATH_ARRAY_DECLARE(exp)
+MICA_MATH_ARRAY_DECLARE(log)
+MICA_MATH_ARRAY_DECLARE(tanh)
+MICA_MATH_ARRAY_DECLARE(sigmoid)
+MICA_MATH_ARRAY_DECLARE(gelu)
+MICA_MATH_ARRAY_DECLARE(gelu_grad)
+MICA_MATH_ARRAY_DECLARE(silu)
+MICA_MATH_ARRAY_DECLARE(silu_grad)
+#undef MICA_MATH_ARRAY_DECLARE
+
+/* The instruction set the array forms run on: "sse2", "avx2", "avx512", "neon". */
+const char *mica_math_array_isa(void);
+
+#endif /* MICA_MATH_ARRAY_H */
