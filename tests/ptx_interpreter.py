@@ -489,6 +489,8 @@ class _Compiler:
             "mul": lambda x, y: x * y,
             "div": trunc_div,
             "rem": lambda x, y: x - y * trunc_div(x, y),
+            "min": min,
+            "max": max,
             "shl": lambda x, y: x << min(y, w),
             "shr": lambda x, y: x >> min(y, w),
         }
@@ -520,6 +522,14 @@ class _Compiler:
 
     def op_rem(self, mods, ops, text, guard):
         return self._arith("rem", mods, ops, text)
+
+    def op_min(self, mods, ops, text, guard):
+        self.expect(mods, [{"s64", "s32", "u64", "u32"}], text)
+        return self._arith("min", mods, ops, text)
+
+    def op_max(self, mods, ops, text, guard):
+        self.expect(mods, [{"s64", "s32", "u64", "u32"}], text)
+        return self._arith("max", mods, ops, text)
 
     def op_shl(self, mods, ops, text, guard):
         self.expect(mods, [{"b32", "b64"}], text)
