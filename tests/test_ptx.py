@@ -138,6 +138,25 @@ def test_literals_are_the_c_literals():
         ptx.parse_params("f32", "out n:q")
 
 
+@pytest.mark.parametrize("body, why", [
+    ("{{ fail('no instruction for frobnicate') }}", "no instruction for frobnicate"),
+    ("    mov.{{ T }} %x, {{ no_such_constant }};", "no_such_constant"),
+])
+def test_a_kernel_that_cannot_render_is_named(body, why, tmp_path, monkeypatch):
+    shutil.copy(ptx.template_dir() / "common.ptx.j2", tmp_path)
+    (tmp_path / "broken.ptx.j2").write_text(
+        "{% import 'common.ptx.j2' as m with context %}\n"
+        "{% call m.kernel('fine', 'out n:i', 'n', 'renders') %}{% endcall %}\n"
+        "{% call m.kernel('oops', 'out n:i', 'n', 'does not') %}\n" + body + "\n{% endcall %}\n")
+    monkeypatch.setattr(ptx, "template_dir", lambda: tmp_path)
+    ptx._environment.cache_clear()
+    try:
+        with pytest.raises(ptx.PtxError, match=r"broken\.ptx\.j2 \(f64\), in mica_oops_f64: .*" + why):
+            ptx.render_template("broken", "f64")
+    finally:
+        ptx._environment.cache_clear()
+
+
 def test_interpreter_refuses_what_it_does_not_know():
     head = ".version 7.0\n.target sm_70\n.address_size 64\n"
     for body, word in [

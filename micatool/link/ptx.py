@@ -157,7 +157,9 @@ def _environment() -> jinja2.Environment:
 def render_template(family: str, dtype: str) -> str:
     """A whole family template (or math) rendered for one element type."""
     counter = itertools.count(1)
+    current = {"kernel": None}  # the kernel being rendered, for errors
     context = {
+        "begin": lambda name: current.update(kernel=name) or "",
         "T": dtype,
         "B": "b32" if dtype == "f32" else "b64",
         "SIZE": 4 if dtype == "f32" else 8,
@@ -170,8 +172,9 @@ def render_template(family: str, dtype: str) -> str:
     }
     try:
         text = _environment().get_template(f"{family}.ptx.j2").render(context)
-    except jinja2.TemplateError as e:
-        raise PtxError(f"{family}.ptx.j2 ({dtype}): {e}") from e
+    except (jinja2.TemplateError, PtxError) as e:
+        where = f", in {current['kernel']}" if current["kernel"] else ""
+        raise PtxError(f"{family}.ptx.j2 ({dtype}){where}: {e}") from e
     return re.sub(r"\n[ \t]*(?=\n)", "", text)  # no blank lines inside a kernel
 
 
