@@ -23,7 +23,6 @@ import re
 import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -247,205 +246,244 @@ def math_inputs(rng, fn, t, per_range=60):
     return np.concatenate([x, specials(dtype), negative_nan(dtype), edges])
 
 
-def rand_like(rng, n, t):
-    return wide(rng, n, DTYPES[t], spread=4)
+class Gen:
+    """Random arguments for one kernel: R(n, spread) values of the kernel's type."""
+
+    def __init__(self, rng, t: str):
+        self.rng, self.t, self.dt = rng, t, DTYPES[t]
+
+    def R(self, n: int, spread: float = 4) -> np.ndarray:
+        return wide(self.rng, n, self.dt, spread)
+
+    def B(self, n: int, spread: float = 4) -> Buf:
+        return Buf(self.R(n, spread))
+
+    def positive(self, n: int, spread: float = 2) -> Buf:
+        return Buf(np.abs(self.R(n, spread)))
+
+    def with_specials(self, n: int) -> Buf:
+        """n values, the first ones the special values (zeros, infinities, nans, subnormals)."""
+        x = self.R(n)
+        s = specials(self.dt)
+        x[: len(s)] = s[:n]
+        return Buf(x)
+
+    def ids(self, n: int, below: int) -> Buf:
+        return Buf(self.rng.integers(0, below, n).astype(np.int64))
 
 
-def buf(x):
-    return Buf(np.ascontiguousarray(x))
+def elementwise_cases(name: str, op: str, g: Gen) -> list[Case]:
+    n, R, B, dt = 37, g.R, g.B, g.dt
+    if op in ("add", "sub", "mul", "div"):
+        a, b = R(n), R(n)
+        a[:13], b[13:26] = specials(dt), specials(dt)
+        return [Case(name, [B(n), Buf(a), Buf(b), Int(n)])]
+    if op in ("scale", "divide", "shift"):
+        return [Case(name, [B(n), g.with_specials(n), Scalar(dt(s)), Int(n)]) for s in (R(1)[0], 0.0, -np.inf)]
+    if op == "rsub":
+        return [Case(name, [B(n), Scalar(dt(s)), g.with_specials(n), Int(n)]) for s in (R(1)[0], np.inf)]
+    if op in ("neg", "accumulate", "deduct"):
+        return [Case(name, [B(n), g.with_specials(n), Int(n)])]
+    if op in ("add_rows", "sub_rows"):
+        return [Case(name, [B(24), B(24), B(6), Int(4), Int(6)])]
+    if op.startswith("each_"):
+        fn = op[len("each_"):]
+        x = math_inputs(g.rng, fn, g.t)
+        return [Case(name, [B(len(x)), Buf(x), Int(len(x))], strict_nan=fn not in ("sqrt", "relu", "abs"))]
+    if op.endswith("_back") and op[: -len("_back")] in MATH_RANGES:
+        x = math_inputs(g.rng, op[: -len("_back")], g.t)
+        m = len(x)
+        return [Case(name, [B(m), B(m), Buf(x), B(m, 1), Int(m)])]
+    if op == "convert":
+        other = np.float64 if g.t == "f32" else np.float32
+        x = np.concatenate([wide(g.rng, 40, other, 60 if other == np.float64 else 20), specials(other)])
+        if other == np.float64:  # past float32's range, into its subnormals, and halfway cases
+            x = np.concatenate([x, [3.5e38, 3.4028235677973366e38, 1e-40, 1e-46, 1.0000000596046448, -1.0000000596046448]])
+        return [Case(name, [B(len(x)), Buf(x.astype(other)), Int(len(x))])]
+    if op in ("transpose", "causal_mask", "transpose_back", "causal_mask_back"):
+        return [Case(name, [B(b * r * c), B(b * r * c), Int(b), Int(r), Int(c)]) for b, r, c in ((2, 3, 5), (1, 4, 4))]
+    if op in ("mul_back", "div_back_a"):
+        return [Case(name, [B(n), B(n), g.with_specials(n), Int(n)])]
+    if op == "div_back_b":
+        return [Case(name, [B(n), B(n), B(n), g.with_specials(n), Int(n)])]
+    if op in ("scale_back", "divide_back"):
+        return [Case(name, [B(n), B(n), Scalar(dt(s)), Int(n)]) for s in (R(1)[0], 0.0)]
+    if op == "part_back":
+        return [Case(name, [B(20), B(6), Int(7), Int(6)])]
+    raise AssertionError(f"no test cases for {name}")
+
+
+def reduction_cases(name: str, op: str, g: Gen) -> list[Case]:
+    R, B = g.R, g.B
+    if op == "pairwise":
+        return [Case(name, [B(1), B(max(m * s, 1), 12), Int(m), Int(s)])
+                for m, s in ((0, 1), (1, 1), (8, 1), (9, 2), (17, 3), (100, 1), (1000, 1))]
+    if op in ("sum", "mean"):
+        return [Case(name, [B(1), B(max(m, 1), 12), Int(m)]) for m in (0, 1, 5, 8, 9, 23, 130, 777)]
+    if op == "max":
+        x, y = R(37), R(9)
+        x[[3, 11, 20]] = x.max() + 1  # ties: the first is the one
+        y[[0, 4]] = np.nan
+        where = lambda: Buf(np.array([-5], np.int64))  # noqa: E731
+        return [Case(name, [B(1), where(), Buf(v), Int(len(v))]) for v in (x, y, R(1))] + \
+               [Case(name, [B(1), Null(), Buf(x), Int(37)])]
+    if op == "dot":
+        return [Case(name, [B(1), B(max(m, 1), 10), B(max(m, 1), 10), Int(m)]) for m in (0, 5, 100)]
+    if op == "sum_rows":
+        return [Case(name, [B(5), B(r * 5, 12), Int(r), Int(5)]) for r in (0, 1, 8, 9, 37)]
+    if op in ("sum_back", "mean_back"):
+        return [Case(name, [B(9), B(1), Int(9)])]
+    if op == "max_back":
+        return [Case(name, [B(9), B(1), Buf(np.array([4], np.int64))])]
+    if op == "sum_rows_back":
+        return [Case(name, [B(24), B(6), Int(4), Int(6)])]
+    raise AssertionError(f"no test cases for {name}")
+
+
+ROW_SHAPES = ((3, 1), (4, 9), (2, 33))
+
+
+def row_cases(name: str, op: str, g: Gen) -> list[Case]:
+    R, B, P = g.R, g.B, g.positive
+    if op == "softmax_rows":
+        out = []
+        for r, c in ROW_SHAPES:
+            x = R(r * c, 2)
+            if c > 1:
+                x[1] = -np.inf  # a masked entry
+            out.append(Case(name, [B(r * c), Buf(x), Int(r), Int(c)]))
+        return out
+    if op == "softmax_back_rows":
+        return [Case(name, [B(r * c), B(r * c), P(r * c), Int(r), Int(c)]) for r, c in ROW_SHAPES]
+    if op == "layernorm_rows":
+        return [Case(name, [B(r * c), B(r), B(r), B(r * c, 3), B(c, 1), B(c, 1), Int(r), Int(c)]) for r, c in ROW_SHAPES] + \
+               [Case(name, [B(12), Null(), Null(), B(12), B(4), B(4), Int(3), Int(4)])]
+    if op == "layernorm_back_rows":
+        return [Case(name, [B(r * c), B(r * c), B(r * c, 3), B(c, 1), B(r, 2), P(r), Int(r), Int(c)]) for r, c in ROW_SHAPES]
+    if op == "layernorm_params_back":
+        r, c = 7, 5
+        rest = lambda: [B(r * c), B(r * c, 3), B(r, 2), P(r), Int(r), Int(c)]  # noqa: E731
+        return [Case(name, [B(c), B(c)] + rest()), Case(name, [Null(), B(c)] + rest()), Case(name, [B(c), Null()] + rest())]
+    if op == "rmsnorm_rows":
+        return [Case(name, [B(r * c), B(r), B(r * c, 3), B(c, 1), Int(r), Int(c)]) for r, c in ROW_SHAPES] + \
+               [Case(name, [B(12), Null(), B(12), B(4), Int(3), Int(4)])]
+    if op == "rmsnorm_back_rows":
+        return [Case(name, [B(r * c), B(r * c), B(r * c, 3), B(c, 1), P(r), Int(r), Int(c)]) for r, c in ROW_SHAPES]
+    if op == "rmsnorm_gain_back":
+        r, c = 7, 5
+        return [Case(name, [B(c), B(r * c), B(r * c, 3), P(r), Int(r), Int(c)])]
+    if op == "cross_entropy_rows":
+        out = []
+        for (r, c), bad in (((3, 1), False), ((4, 9), False), ((2, 33), False), ((5, 6), True)):
+            targets = g.ids(r, c)
+            if bad:
+                targets.data[[1, 3]] = [-1, c]
+            err = Buf(np.zeros(1, np.int32))
+            out.append(Case(name, [B(r), B(r * c), err, B(r * c, 3), targets, Int(r), Int(c)],
+                            note="bad targets" if bad else ""))
+        return out
+    if op == "cross_entropy_back_rows":
+        return [Case(name, [B(r * c), B(1), P(r * c, 1), g.ids(r, c), Int(r), Int(c)]) for r, c in ROW_SHAPES]
+    raise AssertionError(f"no test cases for {name}")
+
+
+def gather_cases(name: str, op: str, g: Gen) -> list[Case]:
+    B = g.B
+    if op == "gather":
+        ids = g.ids(6, 5)
+        bad = Buf(ids.data.copy())
+        bad.data[[2, 4]] = [5, -1]
+        return [Case(name, [B(42), Buf(np.zeros(1, np.int32)), B(35), v, Int(6), Int(5), Int(7)], note=note)
+                for v, note in ((ids, ""), (bad, "bad ids"))]
+    if op == "gather_back":
+        ids = Buf(np.array([3, 1, 3, 0, 3, 4], np.int64))  # repeats: added in order
+        return [Case(name, [B(35), B(42), ids, Int(6), Int(5), Int(7)])]
+    raise AssertionError(f"no test cases for {name}")
+
+
+# gemm: (trans_a, trans_b, m, n, k, accumulate, batch); rows padded (lda, ldb, ldc past the need)
+GEMMS = [(0, 0, 3, 5, 7, 0, 1), (1, 0, 4, 3, 6, 1, 1), (0, 1, 2, 6, 5, 1, 2), (1, 1, 5, 2, 4, 0, 2),
+         (0, 0, 2, 3, 0, 1, 1), (0, 1, 1, 4, 9, 0, 1)]
+
+
+def product_cases(name: str, op: str, g: Gen) -> list[Case]:
+    B = g.B
+    if op == "gemm":
+        out = []
+        for ta, tb, m, n, k, acc, batch in GEMMS:
+            a_rows, b_rows = (k if ta else m), (n if tb else k)
+            lda, ldb, ldc = (m if ta else k) + 2, (k if tb else n) + 1, n + 3
+            sa, sb, sc = (a_rows * lda + 1, b_rows * ldb + 2, m * ldc) if batch > 1 else (0, 0, 0)
+            a = B(max(sa * batch, a_rows * lda, 1), 10)
+            b = B(max(sb * batch, b_rows * ldb, 1), 10)
+            c = B(max(sc * batch, m * ldc))
+            out.append(Case(name, [Int(ta), Int(tb), Int(m), Int(n), Int(k), a, Int(lda), b, Int(ldb), c, Int(ldc),
+                                   Int(acc), Int(sa), Int(sb), Int(sc)], grid_y=batch, extra=[Int(batch)]))
+        return out
+    if op == "outer":
+        return [Case(name, [B(24), B(4), B(6), Int(4), Int(6)])]
+    raise AssertionError(f"no test cases for {name}")
+
+
+# conv2d: (batch, cin, h, w, cout, kh, kw); pools: planes, h, w, size (h, w not multiples of size)
+CONVS = ((2, 2, 5, 6, 3, 2, 3), (1, 3, 4, 4, 2, 4, 1))
+PLANES, H, W, SIZE = 3, 5, 7, 2
+
+
+def image_cases(name: str, op: str, g: Gen) -> list[Case]:
+    R, B = g.R, g.B
+    if op.startswith("conv2d"):
+        out = []
+        for shape in CONVS:
+            b, ci, h, w, co, kh, kw = shape
+            xs, ks, gs = b * ci * h * w, co * ci * kh * kw, b * co * (h - kh + 1) * (w - kw + 1)
+            first = {"conv2d": [B(gs), B(xs, 3), B(ks, 3)], "conv2d_back_x": [B(xs), B(gs, 3), B(ks, 3)],
+                     "conv2d_back_k": [B(ks), B(gs, 3), B(xs, 3)]}[op]
+            out.append(Case(name, first + [Int(v) for v in shape]))
+        return out
+    oh, ow = H // SIZE, W // SIZE
+    shape = [Int(v) for v in (PLANES, H, W, SIZE)]
+    if op == "maxpool2d":
+        x = R(PLANES * H * W)
+        x[[0, 1, 7]] = 50.0  # a tie inside the first window
+        x[16] = np.nan
+        where = Buf(np.full(PLANES * oh * ow, -7, np.int64))
+        return [Case(name, [B(PLANES * oh * ow), where, Buf(x)] + shape),
+                Case(name, [B(PLANES * oh * ow), Null(), Buf(x)] + shape)]
+    if op == "maxpool2d_back":
+        rng = g.rng
+        where = [(p * H + i * SIZE + rng.integers(SIZE)) * W + j * SIZE + rng.integers(SIZE)
+                 for p in range(PLANES) for i in range(oh) for j in range(ow)]
+        return [Case(name, [B(PLANES * H * W), B(PLANES * oh * ow), Buf(np.array(where, np.int64))] + shape)]
+    if op == "avgpool2d":
+        return [Case(name, [B(PLANES * oh * ow), B(PLANES * H * W)] + shape),
+                Case(name, [B(2 * 2 * 3), B(2 * 6 * 9)] + [Int(v) for v in (2, 6, 9, 3)])]
+    if op == "avgpool2d_back":
+        return [Case(name, [B(PLANES * H * W), B(PLANES * oh * ow)] + shape)]
+    raise AssertionError(f"no test cases for {name}")
+
+
+def optimizer_cases(name: str, op: str, g: Gen) -> list[Case]:
+    n, B, dt = 37, g.B, g.dt
+    if op == "adam_step":  # bias1, bias2 (None here) come from the C runtime: see bias_scalars
+        hyper = [Scalar(dt(v)) for v in (1e-3, 0.9, 0.999, 1e-8)]
+        return [Case(name, [B(n), B(n), B(n, 2), g.positive(n), Int(n), *hyper, None, None], extra=[Int(step)])
+                for step in (1, 7)]
+    if op == "sgd_step":
+        return [Case(name, [B(n), B(n), B(n), Int(n), Scalar(dt(0.01)), Scalar(dt(0.9))])]
+    raise AssertionError(f"no test cases for {name}")
+
+
+FAMILY_CASES = {
+    "elementwise": elementwise_cases, "reductions": reduction_cases, "rows": row_cases, "gather": gather_cases,
+    "products": product_cases, "images": image_cases, "optimizers": optimizer_cases,
+}
 
 
 def cases_for(name: str, k: ptx.Kernel, rng) -> list[Case]:
     """The cases that run kernel `name`: argument lists in its parameter order."""
-    t = k.dtype
-    dt = DTYPES[t]
-    op = name[len("mica_"): -len("_" + t)] if not name.startswith("mica_convert_") else "convert"
-    R = lambda n, spread=4: wide(rng, n, dt, spread)  # noqa: E731
-    n = 37
-
-    # ---- elementwise
-    if op in ("add", "sub", "mul", "div"):
-        a, b = R(n), R(n)
-        a[:13], b[13:26] = specials(dt), specials(dt)
-        return [Case(name, [buf(R(n)), buf(a), buf(b), Int(n)])]
-    if op in ("scale", "divide", "shift"):
-        return [Case(name, [buf(R(n)), buf(np.concatenate([R(24), specials(dt)])), Scalar(dt(s)), Int(n)])
-                for s in (R(1)[0], 0.0, -np.inf)]
-    if op == "rsub":
-        return [Case(name, [buf(R(n)), Scalar(dt(s)), buf(np.concatenate([R(24), specials(dt)])), Int(n)])
-                for s in (R(1)[0], np.inf)]
-    if op == "neg":
-        return [Case(name, [buf(R(n)), buf(np.concatenate([R(24), specials(dt)])), Int(n)])]
-    if op in ("add_rows", "sub_rows"):
-        return [Case(name, [buf(R(24)), buf(R(24)), buf(R(6)), Int(4), Int(6)])]
-    if op.startswith("each_"):
-        x = math_inputs(rng, op[5:], t)
-        return [Case(name, [buf(R(len(x))), buf(x), Int(len(x))], strict_nan=op[5:] not in ("sqrt", "relu", "abs"))]
-    if op.endswith("_back") and op[:-5] in MATH_RANGES:
-        x = math_inputs(rng, op[:-5], t, per_range=60)
-        m = len(x)
-        return [Case(name, [buf(R(m)), buf(R(m)), buf(x), buf(R(m, 1)), Int(m)])]
-    if op == "convert":
-        other = np.float64 if t == "f32" else np.float32
-        x = np.concatenate([wide(rng, 40, other, 60 if other == np.float64 else 20), specials(other)])
-        if other == np.float64:  # past float32's range, into its subnormals, and halfway cases
-            x = np.concatenate([x, [3.5e38, 3.4028235677973366e38, 1e-40, 1e-46, 1.0000000596046448, -1.0000000596046448]])
-        return [Case(name, [buf(R(len(x))), buf(x.astype(other)), Int(len(x))])]
-    if op in ("transpose", "causal_mask"):
-        return [Case(name, [buf(R(b * r * c)), buf(R(b * r * c)), Int(b), Int(r), Int(c)])
-                for b, r, c in ((2, 3, 5), (1, 4, 4))]
-    if op in ("accumulate", "deduct"):
-        return [Case(name, [buf(R(n)), buf(np.concatenate([R(24), specials(dt)])), Int(n)])]
-    if op in ("mul_back", "div_back_a"):
-        return [Case(name, [buf(R(n)), buf(R(n)), buf(np.concatenate([R(24), specials(dt)])), Int(n)])]
-    if op == "div_back_b":
-        return [Case(name, [buf(R(n)), buf(R(n)), buf(R(n)), buf(np.concatenate([R(24), specials(dt)])), Int(n)])]
-    if op in ("scale_back", "divide_back"):
-        return [Case(name, [buf(R(n)), buf(R(n)), Scalar(dt(s)), Int(n)]) for s in (R(1)[0], 0.0)]
-    if op in ("transpose_back", "causal_mask_back"):
-        return [Case(name, [buf(R(b * r * c)), buf(R(b * r * c)), Int(b), Int(r), Int(c)])
-                for b, r, c in ((2, 3, 5), (1, 4, 4))]
-    if op == "part_back":
-        return [Case(name, [buf(R(20)), buf(R(6)), Int(7), Int(6)])]
-
-    # ---- reductions
-    if op == "pairwise":
-        return [Case(name, [buf(R(1)), buf(R(max(m * s, 1), 12)), Int(m), Int(s)])
-                for m, s in ((0, 1), (1, 1), (8, 1), (9, 2), (17, 3), (100, 1), (1000, 1))]
-    if op in ("sum", "mean"):
-        return [Case(name, [buf(R(1)), buf(R(max(m, 1), 12)), Int(m)]) for m in (0, 1, 5, 8, 9, 23, 130, 777)]
-    if op == "max":
-        x = R(37)
-        x[[3, 11, 20]] = x.max() + 1  # ties: the first is the one
-        y = R(9)
-        y[[0, 4]] = np.nan
-        return [Case(name, [buf(R(1)), buf(np.array([-5], np.int64)), buf(v), Int(len(v))]) for v in (x, y, R(1))] + \
-               [Case(name, [buf(R(1)), Null(), buf(x), Int(37)])]
-    if op == "dot":
-        return [Case(name, [buf(R(1)), buf(R(max(m, 1), 10)), buf(R(max(m, 1), 10)), Int(m)]) for m in (0, 5, 100)]
-    if op == "sum_rows":
-        return [Case(name, [buf(R(5)), buf(R(r * 5, 12)), Int(r), Int(5)]) for r in (0, 1, 8, 9, 37)]
-    if op in ("sum_back", "mean_back"):
-        return [Case(name, [buf(R(9)), buf(R(1)), Int(9)])]
-    if op == "max_back":
-        return [Case(name, [buf(R(9)), buf(R(1)), buf(np.array([4], np.int64))])]
-    if op == "sum_rows_back":
-        return [Case(name, [buf(R(24)), buf(R(6)), Int(4), Int(6)])]
-
-    # ---- rows
-    shapes = ((3, 1), (4, 9), (2, 33))
-    if op == "softmax_rows":
-        out = []
-        for r, c in shapes:
-            x = R(r * c, 2)
-            if c > 1:
-                x[1] = -np.inf
-            out.append(Case(name, [buf(R(r * c)), buf(x), Int(r), Int(c)]))
-        return out
-    if op == "softmax_back_rows":
-        return [Case(name, [buf(R(r * c)), buf(R(r * c)), buf(np.abs(R(r * c, 2))), Int(r), Int(c)]) for r, c in shapes]
-    if op == "layernorm_rows":
-        return [Case(name, [buf(R(r * c)), buf(R(r)), buf(R(r)), buf(R(r * c, 3)), buf(R(c, 1)), buf(R(c, 1)), Int(r), Int(c)])
-                for r, c in shapes] + [Case(name, [buf(R(12)), Null(), Null(), buf(R(12)), buf(R(4)), buf(R(4)), Int(3), Int(4)])]
-    if op == "layernorm_back_rows":
-        return [Case(name, [buf(R(r * c)), buf(R(r * c)), buf(R(r * c, 3)), buf(R(c, 1)), buf(R(r, 2)),
-                            buf(np.abs(R(r, 2))), Int(r), Int(c)]) for r, c in shapes]
-    if op == "layernorm_params_back":
-        r, c = 7, 5
-        args = lambda gg, gb: [gg, gb, buf(R(r * c)), buf(R(r * c, 3)), buf(R(r, 2)), buf(np.abs(R(r, 2))), Int(r), Int(c)]  # noqa: E731
-        return [Case(name, args(buf(R(c)), buf(R(c)))), Case(name, args(Null(), buf(R(c)))),
-                Case(name, args(buf(R(c)), Null()))]
-    if op == "rmsnorm_rows":
-        return [Case(name, [buf(R(r * c)), buf(R(r)), buf(R(r * c, 3)), buf(R(c, 1)), Int(r), Int(c)]) for r, c in shapes] + \
-               [Case(name, [buf(R(12)), Null(), buf(R(12)), buf(R(4)), Int(3), Int(4)])]
-    if op == "rmsnorm_back_rows":
-        return [Case(name, [buf(R(r * c)), buf(R(r * c)), buf(R(r * c, 3)), buf(R(c, 1)), buf(np.abs(R(r, 2))), Int(r), Int(c)])
-                for r, c in shapes]
-    if op == "rmsnorm_gain_back":
-        r, c = 7, 5
-        return [Case(name, [buf(R(c)), buf(R(r * c)), buf(R(r * c, 3)), buf(np.abs(R(r, 2))), Int(r), Int(c)])]
-    if op == "cross_entropy_rows":
-        out = []
-        for (r, c), bad in (((3, 1), False), ((4, 9), False), ((2, 33), False), ((5, 6), True)):
-            targets = rng.integers(0, c, r)
-            if bad:
-                targets[[1, 3]] = [-1, c]
-            out.append(Case(name, [buf(R(r)), buf(R(r * c)), buf(np.zeros(1, np.int32)), buf(R(r * c, 3)),
-                                   buf(targets.astype(np.int64)), Int(r), Int(c)], note="bad targets" if bad else ""))
-        return out
-    if op == "cross_entropy_back_rows":
-        return [Case(name, [buf(R(r * c)), buf(R(1)), buf(np.abs(R(r * c, 1))), buf(rng.integers(0, c, r).astype(np.int64)),
-                            Int(r), Int(c)]) for r, c in shapes]
-
-    # ---- gather
-    if op == "gather":
-        ids = rng.integers(0, 5, 6).astype(np.int64)
-        bad = ids.copy()
-        bad[[2, 4]] = [5, -1]
-        return [Case(name, [buf(R(42)), buf(np.zeros(1, np.int32)), buf(R(35)), buf(v), Int(6), Int(5), Int(7)])
-                for v in (ids, bad)]
-    if op == "gather_back":
-        ids = np.array([3, 1, 3, 0, 3, 4], np.int64)  # repeats: added in order
-        return [Case(name, [buf(R(35)), buf(R(42)), buf(ids), Int(6), Int(5), Int(7)])]
-
-    # ---- products
-    if op == "gemm":
-        out = []
-        configs = [(0, 0, 3, 5, 7, 0, 1), (1, 0, 4, 3, 6, 1, 1), (0, 1, 2, 6, 5, 1, 2), (1, 1, 5, 2, 4, 0, 2),
-                   (0, 0, 2, 3, 0, 1, 1), (0, 1, 1, 4, 9, 0, 1)]
-        for ta, tb, m, nn, kk, acc, batch in configs:
-            lda = (m if ta else kk) + 2
-            ldb = (kk if tb else nn) + 1
-            ldc = nn + 3
-            sa, sb, sc = ((kk if ta else m) * lda + 1, (nn if tb else kk) * ldb + 2, m * ldc) if batch > 1 else (0, 0, 0)
-            a = R(max(sa * batch, (kk if ta else m) * lda, 1), 10)
-            b = R(max(sb * batch, (nn if tb else kk) * ldb, 1), 10)
-            c = R(max(sc * batch, m * ldc))
-            out.append(Case(name, [Int(ta), Int(tb), Int(m), Int(nn), Int(kk), buf(a), Int(lda), buf(b), Int(ldb),
-                                   buf(c), Int(ldc), Int(acc), Int(sa), Int(sb), Int(sc)], grid_y=batch, extra=[Int(batch)]))
-        return out
-    if op == "outer":
-        return [Case(name, [buf(R(24)), buf(R(4)), buf(R(6)), Int(4), Int(6)])]
-
-    # ---- images
-    conv_shapes = ((2, 2, 5, 6, 3, 2, 3), (1, 3, 4, 4, 2, 4, 1))
-    if op == "conv2d":
-        return [Case(name, [buf(R(b * co * (h - kh + 1) * (w - kw + 1))), buf(R(b * ci * h * w, 3)), buf(R(co * ci * kh * kw, 3)),
-                            *map(Int, (b, ci, h, w, co, kh, kw))]) for b, ci, h, w, co, kh, kw in conv_shapes]
-    if op == "conv2d_back_x":
-        return [Case(name, [buf(R(b * ci * h * w)), buf(R(b * co * (h - kh + 1) * (w - kw + 1), 3)), buf(R(co * ci * kh * kw, 3)),
-                            *map(Int, (b, ci, h, w, co, kh, kw))]) for b, ci, h, w, co, kh, kw in conv_shapes]
-    if op == "conv2d_back_k":
-        return [Case(name, [buf(R(co * ci * kh * kw)), buf(R(b * co * (h - kh + 1) * (w - kw + 1), 3)), buf(R(b * ci * h * w, 3)),
-                            *map(Int, (b, ci, h, w, co, kh, kw))]) for b, ci, h, w, co, kh, kw in conv_shapes]
-    planes, h, w, size = 3, 5, 7, 2
-    oh, ow = h // size, w // size
-    if op == "maxpool2d":
-        x = R(planes * h * w)
-        x[[0, 1, 7]] = 50.0  # a tie inside the first window
-        x[16] = np.nan
-        return [Case(name, [buf(R(planes * oh * ow)), buf(np.full(planes * oh * ow, -7, np.int64)), buf(x)] +
-                     [Int(v) for v in (planes, h, w, size)]),
-                Case(name, [buf(R(planes * oh * ow)), Null(), buf(x)] + [Int(v) for v in (planes, h, w, size)])]
-    if op == "maxpool2d_back":
-        where = [(p * h + i * size + rng.integers(size)) * w + j * size + rng.integers(size)
-                 for p in range(planes) for i in range(oh) for j in range(ow)]
-        return [Case(name, [buf(R(planes * h * w)), buf(R(planes * oh * ow)), buf(np.array(where, np.int64))] +
-                     [Int(v) for v in (planes, h, w, size)])]
-    if op == "avgpool2d":
-        return [Case(name, [buf(R(planes * oh * ow)), buf(R(planes * h * w))] + [Int(v) for v in (planes, h, w, size)]),
-                Case(name, [buf(R(2 * 2 * 3)), buf(R(2 * 6 * 9))] + [Int(v) for v in (2, 6, 9, 3)])]
-    if op == "avgpool2d_back":
-        return [Case(name, [buf(R(planes * h * w)), buf(R(planes * oh * ow))] + [Int(v) for v in (planes, h, w, size)])]
-
-    # ---- optimizers
-    if op == "adam_step":
-        lr, b1, b2, eps = dt(1e-3), dt(0.9), dt(0.999), dt(1e-8)
-        return [Case(name, [buf(R(n)), buf(R(n)), buf(R(n, 2)), buf(np.abs(R(n, 2))), Int(n), Scalar(lr), Scalar(b1),
-                            Scalar(b2), Scalar(eps), None, None], extra=[Int(step)]) for step in (1, 7)]
-    if op == "sgd_step":
-        return [Case(name, [buf(R(n)), buf(R(n)), buf(R(n)), Int(n), Scalar(dt(0.01)), Scalar(dt(0.9))])]
-    raise AssertionError(f"no test cases for {name}")
+    op = "convert" if name.startswith("mica_convert_") else name[len("mica_"): -len("_" + k.dtype)]
+    return FAMILY_CASES[k.family](name, op, Gen(rng, k.dtype))
 
 
 def all_cases() -> dict[str, list[Case]]:
