@@ -31,7 +31,10 @@ from ..diagnostics import InternalError
 
 FAMILIES = ("elementwise", "reductions", "rows", "products", "gather", "images", "optimizers")
 DTYPES = ("f32", "f64")
-HEADER = "//\n// Mica kernels (micatool.link.ptx; templates in ptx/*.ptx.j2)\n//\n.version 7.0\n.target sm_70\n.address_size 64\n"
+HEADER = (
+    "//\n// Mica kernels (micatool.link.ptx; templates in ptx/*.ptx.j2)\n//\n"
+    ".version 7.0\n.target sm_70\n.address_size 64\n"
+)
 
 
 class PtxError(InternalError):
@@ -204,8 +207,9 @@ _RULES = [
 
 
 def _check(name: str, text: str) -> None:
+    code = re.sub(r"//[^\n]*", "", text)
     for rule, why in _RULES:
-        if m := rule.search(text):
+        if m := rule.search(code):
             raise PtxError(f"{name} {why}: {m.group(0).strip()!r}")
 
 
@@ -221,6 +225,21 @@ def _functions(dtype: str) -> dict[str, str]:
     return out
 
 
+_PARAM_KINDS = {"u64": "ptr", "s64": "int", "u32": "flag", "f32": "scalar", "f64": "scalar"}
+
+
+def _kernel(family: str, dtype: str, name: str, attributes: str, text: str) -> Kernel:
+    """A kernel's entry in KERNELS, read from its rendered text and its marker's attributes."""
+    _check(name, text)
+    attrs = dict(part.strip().split("=", 1) for part in attributes.split(";"))
+    signature = re.search(r"\.entry\s+\w+\((.*?)\)", text, re.S)
+    if signature is None or "threads" not in attrs:
+        raise PtxError(f"{family}.ptx.j2 ({dtype}): {name} has no entry or no thread count")
+    params = tuple(Param(p, t, _PARAM_KINDS[t]) for t, p in re.findall(r"\.param\s+\.(\w+)\s+(\w+)", signature.group(1)))
+    calls = tuple(dict.fromkeys(_CALL.findall(text)))
+    return Kernel(name, family, dtype, params, attrs["threads"], attrs.get("grid_y"), calls, text)
+
+
 def _index() -> dict[str, Kernel]:
     kernels: dict[str, Kernel] = {}
     for family in FAMILIES:
@@ -228,15 +247,7 @@ def _index() -> dict[str, Kernel]:
             for kind, name, attributes, text in _chunks(render_template(family, dtype)):
                 if kind != "kernel" or name in kernels:
                     raise PtxError(f"{family}.ptx.j2 ({dtype}): {name} is marked twice or is no kernel")
-                _check(name, text)
-                attrs = dict(part.strip().split("=", 1) for part in attributes.split(";"))
-                signature = re.search(r"\.entry\s+\w+\((.*?)\)", text, re.S)
-                params = tuple(
-                    Param(p, t, "ptr" if t == "u64" else "int" if t == "s64" else "flag" if t == "u32" else "scalar")
-                    for t, p in re.findall(r"\.param\s+\.(\w+)\s+(\w+)", signature.group(1))
-                )
-                calls = tuple(dict.fromkeys(_CALL.findall(text)))
-                kernels[name] = Kernel(name, family, dtype, params, attrs["threads"], attrs.get("grid_y"), calls, text)
+                kernels[name] = _kernel(family, dtype, name, attributes, text)
     return kernels
 
 
