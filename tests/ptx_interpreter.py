@@ -64,18 +64,27 @@ def from_float(x, t: str) -> int:
     return int(np.float32(x).view(np.uint32)) if t == "f32" else int(np.float64(x).view(np.uint64))
 
 
-def _value(bits: int, t: str):
-    """bits read as type t: a numpy float, or a Python int (signed for .sN)."""
-    if t in FLOAT_TYPES:
-        return to_float(bits, t)
-    w = WIDTH[t]
-    return _signed(bits, w) if t[0] == "s" else _mask(bits, w)
-
-
 def _bits(x, t: str) -> int:
     if t in FLOAT_TYPES:
         return from_float(x, t)
     return _mask(int(x), WIDTH[t])
+
+
+def _float_tests() -> dict:
+    """setp's float comparisons: the plain ones are false when either side is nan
+    (ordered), the ones ending in u are true then (unordered)."""
+    plain = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+             "gt": np.greater, "ge": np.greater_equal}
+    tests = {}
+    for name, op in plain.items():
+        tests[name] = lambda x, y, op=op: bool(op(x, y)) and not (np.isnan(x) or np.isnan(y))
+        tests[name + "u"] = lambda x, y, op=op: bool(op(x, y)) or bool(np.isnan(x) or np.isnan(y))
+    tests["nan"] = lambda x, y: bool(np.isnan(x) or np.isnan(y))
+    tests["num"] = lambda x, y: not (np.isnan(x) or np.isnan(y))
+    return tests
+
+
+_FLOAT_TESTS = _float_tests()
 
 
 # ------------------------------------------------------------ memory
@@ -591,23 +600,10 @@ class _Compiler:
         d = self.dest(ops[0], "pred")
         a, b = self.source(ops[1], t), self.source(ops[2], t)
         if t in FLOAT_TYPES:
-            ordered = {
-                "eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "lt": lambda x, y: x < y,
-                "le": lambda x, y: x <= y, "gt": lambda x, y: x > y, "ge": lambda x, y: x >= y,
-            }
-            if cmp in ordered:
-                c = ordered[cmp]
-                return lambda f: f.r.__setitem__(
-                    d, int(bool(c(x := to_float(a(f), t), y := to_float(b(f), t))) and not (np.isnan(x) or np.isnan(y))))
-            if cmp[:-1] in ordered and cmp.endswith("u"):
-                c = ordered[cmp[:-1]]
-                return lambda f: f.r.__setitem__(
-                    d, int(bool(c(x := to_float(a(f), t), y := to_float(b(f), t))) or bool(np.isnan(x) or np.isnan(y))))
-            if cmp == "nan":
-                return lambda f: f.r.__setitem__(d, int(bool(np.isnan(to_float(a(f), t)) or np.isnan(to_float(b(f), t)))))
-            if cmp == "num":
-                return lambda f: f.r.__setitem__(d, int(not (np.isnan(to_float(a(f), t)) or np.isnan(to_float(b(f), t)))))
-            raise InterpreterError(f"{self.fn.name}: unsupported form {text!r}")
+            test = _FLOAT_TESTS.get(cmp)
+            if test is None:
+                raise InterpreterError(f"{self.fn.name}: unsupported form {text!r}")
+            return lambda f: f.r.__setitem__(d, int(test(to_float(a(f), t), to_float(b(f), t))))
         if t not in INT_TYPES:
             raise InterpreterError(f"{self.fn.name}: unsupported form {text!r}")
         w = WIDTH[t]
@@ -655,10 +651,11 @@ class _Compiler:
             if dt == "f64" and st == "f32" and rnd is None:
                 return lambda f: f.r.__setitem__(d, from_float(np.float64(to_float(a(f), "f32")), "f64"))
         elif dt in FLOAT_TYPES and st in INT_TYPES and st[0] in "su" and rnd == "rn":
+            # numpy converts a 64-bit integer to float32 directly, rounding once
             w = WIDTH[st]
-            read = (lambda v: _signed(v, w)) if st[0] == "s" else (lambda v: _mask(v, w))
+            integer = (lambda v: np.int64(_signed(v, w))) if st[0] == "s" else (lambda v: np.uint64(_mask(v, w)))
             make = np.float32 if dt == "f32" else np.float64
-            return lambda f: f.r.__setitem__(d, from_float(make(np.int64(read(a(f))) if st[0] == "s" else np.uint64(read(a(f)))), dt))
+            return lambda f: f.r.__setitem__(d, from_float(make(integer(a(f))), dt))
         elif dt in INT_TYPES and st in FLOAT_TYPES and rnd == "rzi" and dt[0] == "s":
             w = WIDTH[dt]
             lo, hi = -(1 << (w - 1)), (1 << (w - 1)) - 1
