@@ -169,6 +169,59 @@ def test_interpreter_refuses_what_it_does_not_know():
             pi.Module(text)
 
 
+def test_interpreter_semantics():
+    """The oracle itself: scoping, subnormals, round-to-nearest-even, integer division, nan tests."""
+    text = """.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+    .reg .u64 %o;
+    .reg .f32 %x;
+    .reg .s64 %q, %r;
+    .reg .u32 %b;
+    .reg .pred %p;
+    ld.param.u64 %o, [out];
+    cvta.to.global.u64 %o, %o;
+    mov.f32 %x, 0f00000001;
+    mul.rn.f32 %x, %x, 0f3F000000;
+    st.global.f32 [%o], %x;
+    {
+    .reg .f32 %x;
+    mov.f32 %x, 0f00800000;
+    div.rn.f32 %x, %x, 0f40000000;
+    st.global.f32 [%o+4], %x;
+    }
+    st.global.f32 [%o+8], %x;
+    mov.s64 %q, -7;
+    div.s64 %r, %q, 2;
+    st.global.s64 [%o+16], %r;
+    rem.s64 %r, %q, 2;
+    st.global.s64 [%o+24], %r;
+    mov.s64 %q, 1152921573326323713;
+    cvt.rn.f32.s64 %x, %q;
+    st.global.f32 [%o+32], %x;
+    setp.ne.f32 %p, 0f7FC00000, 0f3F800000;
+    selp.u32 %b, 1, 0, %p;
+    st.global.u32 [%o+36], %b;
+    setp.neu.f32 %p, 0f7FC00000, 0f3F800000;
+    selp.u32 %b, 1, 0, %p;
+    st.global.u32 [%o+40], %b;
+    ret;
+}
+"""
+    memory = pi.Memory()
+    out = memory.alloc(np.zeros(48, np.uint8))
+    pi.launch(pi.Module(text), "k", [out], memory, block=1)
+    raw = memory.array(out, np.uint8).tobytes()
+    f32 = np.frombuffer(raw[:12], np.uint32)
+    assert list(f32) == [0, 0x00400000, 0]  # half the least subnormal rounds to even (0); the inner %x is its own
+    assert list(np.frombuffer(raw[16:32], np.int64)) == [-3, -1]  # truncating division
+    assert np.frombuffer(raw[32:36], np.float32)[0] == np.float32(np.int64(2**60 + 2**36 + 1))  # rounded once
+    assert float(np.frombuffer(raw[32:36], np.float32)[0]) == 2**60 + 2**37
+    assert list(np.frombuffer(raw[36:44], np.uint32)) == [0, 1]  # ne is ordered, neu is not
+
+
 # ------------------------------------------------------------ cases
 
 
