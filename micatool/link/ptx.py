@@ -1,0 +1,283 @@
+"""ptx: Mica's GPU kernels, rendered from the jinja2 templates in ptx/.
+
+Takes kernel names (`mica_<op>_<f32|f64>`, docs/gpu.md) and gives one PTX
+module: the header once, then the device functions of math.ptx.j2 that the
+kernels call, then the kernels. `KERNELS` lists every kernel the templates
+can render, with its parameters and launch shape.
+
+Each family template is rendered once per element type and cut at its
+`// mica-kernel NAME` (or `// mica-function NAME`) markers, so a kernel's text
+is exactly what its template wrote. Rendering checks the rules of
+docs/gpu.md on every kernel (rounding named on every float operation; no
+.ftz, .approx, fma or atomics): a kernel that breaks one, a template that
+cannot render (`fail(...)`, an undefined name) and an unknown kernel name
+are errors that name the kernel.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Iterable
+
+import jinja2
+import numpy as np
+
+from ..diagnostics import InternalError
+
+FAMILIES = ("elementwise", "reductions", "rows", "products", "gather", "images", "optimizers")
+DTYPES = ("f32", "f64")
+HEADER = (
+    "//\n// Mica kernels (micatool.link.ptx; templates in ptx/*.ptx.j2)\n//\n"
+    ".version 7.0\n.target sm_70\n.address_size 64\n"
+)
+
+
+class PtxError(InternalError):
+    """A kernel that cannot be rendered, or a name that is no kernel."""
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    ptx: str  # u64 (device pointer), s64 (extent), u32 (flag), f32 / f64 (scalar)
+    kind: str  # ptr, int, flag, scalar
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    family: str
+    dtype: str
+    params: tuple[Param, ...]
+    threads: str  # how many threads to launch: Python over the parameter names
+    grid_y: str | None  # the grid's y extent when not 1 (gemm: the batch)
+    calls: tuple[str, ...]  # device functions it needs
+    text: str
+
+
+# ------------------------------------------------------------ literals
+
+
+_HEX = re.compile(r"([+-]?)0x([0-9a-f]+)(?:\.([0-9a-f]*))?p([+-]?\d+)$", re.I)
+
+
+def _exact(text: str) -> Fraction:
+    """The exact value of a C literal (decimal or hex float), without rounding."""
+    m = _HEX.match(text)
+    if not m:
+        return Fraction(text)
+    sign, whole, frac, exp = m.groups()
+    frac = frac or ""
+    value = Fraction(int(whole + frac, 16), 16 ** len(frac)) * Fraction(2) ** int(exp)
+    return -value if sign == "-" else value
+
+
+def _round_f32(q: Fraction) -> np.float32:
+    """q rounded once to float32, ties to even (as the C compiler reads `1.5e-3f`)."""
+    near = np.float32(float(q))
+    below, above = np.nextafter(near, np.float32(-np.inf)), np.nextafter(near, np.float32(np.inf))
+    best = min((abs(Fraction(float(x)) - q), int(x.view(np.uint32)) & 1, x) for x in (near, below, above))
+    return best[2]
+
+
+def _bits(value, dtype: str) -> str:
+    if dtype == "f32":
+        return f"0f{int(np.float32(value).view(np.uint32)):08X}"
+    return f"0d{int(np.float64(value).view(np.uint64)):016X}"
+
+
+_SPECIAL = {
+    "f32": {"inf": "0f7F800000", "-inf": "0fFF800000", "nan": "0f7FC00000", "-0": "0f80000000"},
+    "f64": {"inf": "0d7FF0000000000000", "-inf": "0dFFF0000000000000", "nan": "0d7FF8000000000000",
+            "-0": "0d8000000000000000"},
+}
+
+
+def literal(dtype: str, text: str) -> str:
+    """The PTX literal of type dtype for the C literal `text` written in that type
+    (`0.55f` for f32, `0.55` for f64): rounded once from its exact value."""
+    text = str(text)
+    if text in _SPECIAL[dtype]:
+        return _SPECIAL[dtype][text]
+    q = _exact(text)
+    return _bits(_round_f32(q) if dtype == "f32" else float(q), dtype)
+
+
+def cast_literal(dtype: str, text: str) -> str:
+    """`(T)1e-5`: the double literal, then converted to T (rounded twice for f32)."""
+    return _bits(np.float32(float(_exact(str(text)))) if dtype == "f32" else float(_exact(str(text))), dtype)
+
+
+# ------------------------------------------------------------ templates
+
+
+_KINDS = {"": ("ptr", "u64"), "i": ("int", "s64"), "u": ("flag", "u32")}
+
+
+def parse_params(dtype: str, spec: str) -> list[Param]:
+    """'out a s:T n:i' -> parameters: a bare name is a device pointer, `:i` an
+    s64 extent, `:u` a u32 flag, `:T` a scalar of the element type."""
+    out = []
+    for word in spec.split():
+        name, _, kind = word.partition(":")
+        if kind == "T":
+            out.append(Param(name, dtype, "scalar"))
+        elif kind in _KINDS:
+            out.append(Param(name, _KINDS[kind][1], _KINDS[kind][0]))
+        else:
+            raise PtxError(f"parameter {word!r}: unknown kind {kind!r}")
+    return out
+
+
+def _fail(message: str):
+    raise PtxError(f"cannot render: {message}")
+
+
+def template_dir() -> Path:
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "ptx", here.parents[1] / "ptx"):  # installed, then a checkout
+        if (candidate / "common.ptx.j2").is_file():
+            return candidate
+    raise PtxError(f"no PTX templates beside {here}")
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(template_dir())),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+
+
+def render_template(family: str, dtype: str) -> str:
+    """A whole family template (or math) rendered for one element type."""
+    counter = itertools.count(1)
+    current = {"kernel": None}  # the kernel being rendered, for errors
+    context = {
+        "begin": lambda name: current.update(kernel=name) or "",
+        "T": dtype,
+        "B": "b32" if dtype == "f32" else "b64",
+        "SIZE": 4 if dtype == "f32" else 8,
+        "LOG2": 2 if dtype == "f32" else 3,
+        "c": functools.partial(literal, dtype),
+        "cd": functools.partial(cast_literal, dtype),
+        "uid": lambda: next(counter),
+        "params": functools.partial(parse_params, dtype),
+        "fail": _fail,
+    }
+    try:
+        text = _environment().get_template(f"{family}.ptx.j2").render(context)
+    except (jinja2.TemplateError, PtxError) as e:
+        where = f", in {current['kernel']}" if current["kernel"] else ""
+        raise PtxError(f"{family}.ptx.j2 ({dtype}){where}: {e}") from e
+    return re.sub(r"\n[ \t]*(?=\n)", "", text)  # no blank lines inside a kernel
+
+
+_MARK = re.compile(r"^// mica-(kernel|function) (\w+)(.*)$", re.M)
+_CALL = re.compile(r"\bcall(?:\.uni)?\s+\([^)]*\),\s*(\w+)")
+
+
+def _chunks(text: str) -> list[tuple[str, str, str, str]]:
+    """(kind, name, attributes, text) for every marked kernel or function."""
+    marks = list(_MARK.finditer(text))
+    return [
+        (m.group(1), m.group(2), m.group(3), text[m.start() : marks[k + 1].start() if k + 1 < len(marks) else len(text)])
+        for k, m in enumerate(marks)
+    ]
+
+
+# Rules of docs/gpu.md, checked on every rendered kernel and function.
+_RULES = [
+    (re.compile(r"\.(ftz|approx)\b"), "uses .ftz or .approx"),
+    (re.compile(r"^\s*(@!?%\w+\s+)?(fma|mad)\.\S*f(32|64)", re.M), "uses a fused multiply-add"),
+    (re.compile(r"^\s*(@!?%\w+\s+)?(atom|red)\.", re.M), "uses an atomic"),
+    (re.compile(r"^\s*(@!?%\w+\s+)?(add|sub|mul|div|sqrt)\.f(32|64)\b", re.M), "has a float operation without .rn"),
+    (re.compile(r"^\s*(@!?%\w+\s+)?(rcp|rsqrt|ex2|lg2|sin|cos|tanh)\.", re.M), "uses an approximate function"),
+    (re.compile(r"^\s*(@!?%\w+\s+)?cvt\.f32\.f64\b", re.M), "narrows f64 to f32 without .rn"),
+    (re.compile(r"^\s*(@!?%\w+\s+)?cvt\.f(32|64)\.[su](32|64)\b", re.M), "converts an integer without .rn"),
+]
+
+
+def _check(name: str, text: str) -> None:
+    code = re.sub(r"//[^\n]*", "", text)
+    for rule, why in _RULES:
+        if m := rule.search(code):
+            raise PtxError(f"{name} {why}: {m.group(0).strip()!r}")
+
+
+@functools.cache
+def _functions(dtype: str) -> dict[str, str]:
+    """Device functions of math.ptx.j2, in template order (callees first)."""
+    out = {}
+    for kind, name, _, text in _chunks(render_template("math", dtype)):
+        if kind != "function":
+            raise PtxError(f"math.ptx.j2 marks {name} as a kernel")
+        _check(name, text)
+        out[name] = text
+    return out
+
+
+_PARAM_KINDS = {"u64": "ptr", "s64": "int", "u32": "flag", "f32": "scalar", "f64": "scalar"}
+
+
+def _kernel(family: str, dtype: str, name: str, attributes: str, text: str) -> Kernel:
+    """A kernel's entry in KERNELS, read from its rendered text and its marker's attributes."""
+    _check(name, text)
+    attrs = dict(part.strip().split("=", 1) for part in attributes.split(";"))
+    signature = re.search(r"\.entry\s+\w+\((.*?)\)", text, re.S)
+    if signature is None or "threads" not in attrs:
+        raise PtxError(f"{family}.ptx.j2 ({dtype}): {name} has no entry or no thread count")
+    params = tuple(Param(p, t, _PARAM_KINDS[t]) for t, p in re.findall(r"\.param\s+\.(\w+)\s+(\w+)", signature.group(1)))
+    calls = tuple(dict.fromkeys(_CALL.findall(text)))
+    return Kernel(name, family, dtype, params, attrs["threads"], attrs.get("grid_y"), calls, text)
+
+
+def _index() -> dict[str, Kernel]:
+    kernels: dict[str, Kernel] = {}
+    for family in FAMILIES:
+        for dtype in DTYPES:
+            for kind, name, attributes, text in _chunks(render_template(family, dtype)):
+                if kind != "kernel" or name in kernels:
+                    raise PtxError(f"{family}.ptx.j2 ({dtype}): {name} is marked twice or is no kernel")
+                kernels[name] = _kernel(family, dtype, name, attributes, text)
+    return kernels
+
+
+KERNELS: dict[str, Kernel] = _index()
+
+
+def _needed(names: list[str]) -> list[str]:
+    """The device functions the kernels call, transitively, in definition order."""
+    wanted: set[str] = set()
+    todo = [call for name in names for call in KERNELS[name].calls]
+    functions = {name: text for dtype in DTYPES for name, text in _functions(dtype).items()}
+    while todo:
+        fn = todo.pop()
+        if fn in wanted:
+            continue
+        if fn not in functions:
+            raise PtxError(f"no device function {fn}")
+        wanted.add(fn)
+        todo.extend(_CALL.findall(functions[fn]))
+    return [fn for fn in functions if fn in wanted]
+
+
+def render(kernels: Iterable[str]) -> str:
+    """One PTX module holding the named kernels (each once, in the order given)."""
+    names = list(dict.fromkeys(kernels))
+    unknown = [name for name in names if name not in KERNELS]
+    if unknown:
+        raise PtxError(f"no PTX kernel named {', '.join(unknown)}")
+    functions = {name: text for dtype in DTYPES for name, text in _functions(dtype).items()}
+    parts = [HEADER]
+    parts += [functions[fn] for fn in _needed(names)]
+    parts += [KERNELS[name].text for name in names]
+    return "\n".join(part.strip("\n") + "\n" for part in parts)

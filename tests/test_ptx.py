@@ -1,0 +1,704 @@
+"""test_ptx.py: Mica's PTX kernels (ptx/*.ptx.j2, micatool.link.ptx), no GPU needed.
+
+  - ptxas: every kernel, f32 and f64, in one module, assembles for sm_75,
+    sm_80 and sm_90 (one ptxas run per target). ptxas is /usr/local/bin/ptxas
+    or the one on PATH, else the PyPI wheel nvidia-cuda-nvcc's; the test ids
+    say which (and its version); without any the test skips saying so.
+  - the renderer: one header, the device functions a kernel needs and no
+    others, loud errors for unknown names and for kernels that break the
+    rules of docs/gpu.md.
+  - bits: every kernel runs, on small random inputs (special values
+    included), through tests/ptx_interpreter.py and through the C runtime
+    (tests/c/ptx_harness.c, built with zig), and every buffer must come back
+    with the same bits. A nan may differ in its payload (outside the
+    contract, docs/determinism.md) except from the elementary functions,
+    which answer the canonical nan on both sides.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ptx_interpreter as pi
+from micatool.link import ptx
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNTIME = ROOT / "runtime_c"
+HARNESS = ROOT / "tests" / "c" / "ptx_harness.c"
+TARGETS = ("sm_75", "sm_80", "sm_90")
+SEED = 20250907
+DTYPES = {"f32": np.float32, "f64": np.float64}
+
+
+# ------------------------------------------------------------ ptxas
+
+
+def find_ptxas() -> tuple[str | None, str]:
+    """(path, 'where it came from and its version'), or (None, why not)."""
+    candidates = [("/usr/local/bin/ptxas", "/usr/local/bin")]
+    if shutil.which("ptxas"):
+        candidates.append((shutil.which("ptxas"), "PATH"))
+    for entry in sys.path:
+        wheel = Path(entry) / "nvidia" / "cuda_nvcc" / "bin" / "ptxas"
+        candidates.append((str(wheel), "PyPI nvidia-cuda-nvcc"))
+    for path, origin in candidates:
+        if os.access(path, os.X_OK):
+            out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+            version = re.search(r"V(\d+\.\d+\.\d+)", out)
+            return path, f"{origin} {version.group(1) if version else '?'}"
+    return None, "no ptxas: neither /usr/local/bin/ptxas, one on PATH, nor the PyPI wheel nvidia-cuda-nvcc"
+
+
+PTXAS, PTXAS_ORIGIN = find_ptxas()
+
+
+@pytest.fixture(scope="module")
+def module_text() -> str:
+    return ptx.render(ptx.KERNELS)
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=[f"{t}-ptxas {PTXAS_ORIGIN}" for t in TARGETS])
+def test_ptxas_assembles_every_kernel(target, module_text, tmp_path):
+    if PTXAS is None:
+        pytest.skip(PTXAS_ORIGIN)
+    print(f"ptxas: {PTXAS} ({PTXAS_ORIGIN}), {len(ptx.KERNELS)} kernels, {target}")
+    source = tmp_path / "all.ptx"
+    source.write_text(module_text)
+    done = subprocess.run([PTXAS, f"-arch={target}", "-v", str(source), "-o", str(tmp_path / "all.cubin")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    compiled = set(re.findall(r"Compiling entry function '(\w+)'", done.stderr))
+    assert compiled == set(ptx.KERNELS)
+
+
+# ------------------------------------------------------------ the renderer
+
+
+def test_every_family_and_type_is_rendered():
+    families = {(k.family, k.dtype) for k in ptx.KERNELS.values()}
+    assert families == {(f, t) for f in ptx.FAMILIES for t in ptx.DTYPES}
+    for name, k in ptx.KERNELS.items():
+        assert name.startswith("mica_") and name.endswith("_" + k.dtype) or name.startswith("mica_convert_")
+
+
+def test_render_writes_one_header_and_only_the_functions_needed():
+    text = ptx.render(["mica_add_f32", "mica_each_gelu_f64", "mica_gelu_back_f64", "mica_add_f32"])
+    assert text.count(".version 7.0") == 1 and text.startswith("//")
+    assert text.count(".target sm_70") == 1 and text.count(".address_size 64") == 1
+    assert re.findall(r"^\.func .*?(mica_\w+)\(", text, re.M) == ["mica_gelu_f64", "mica_gelu_grad_f64"]
+    assert re.findall(r"^\.visible \.entry (\w+)", text, re.M) == ["mica_add_f32", "mica_each_gelu_f64",
+                                                                   "mica_gelu_back_f64"]
+    assert ".func" not in ptx.render(["mica_add_f64"])
+
+
+def test_unknown_kernels_are_named():
+    with pytest.raises(ptx.PtxError, match="mica_frobnicate_f32, mica_add_f16"):
+        ptx.render(["mica_add_f32", "mica_frobnicate_f32", "mica_add_f16"])
+
+
+@pytest.mark.parametrize("line, why", [
+    ("add.f32 %a, %b, %c;", "without .rn"),
+    ("mul.rn.ftz.f32 %a, %b, %c;", ".ftz"),
+    ("fma.rn.f64 %a, %b, %c, %d;", "fused"),
+    ("div.approx.f32 %a, %b, %c;", ".approx"),
+    ("atom.global.add.f32 %a, [%b], %c;", "atomic"),
+    ("ex2.approx.f32 %a, %b;", ".approx"),
+    ("cvt.f32.f64 %a, %b;", "without .rn"),
+])
+def test_rules_are_enforced(line, why):
+    with pytest.raises(ptx.PtxError, match=re.escape(why)):
+        ptx._check("mica_x_f32", "    " + line + "\n")
+
+
+def test_rendered_kernels_keep_the_rules(module_text):
+    body = "\n".join(line for line in module_text.splitlines() if not line.lstrip().startswith("//"))
+    assert not re.search(r"\.(ftz|approx)\b|\b(fma|mad|atom|red)\.", body)
+    assert not re.search(r"\b(add|sub|mul|div|sqrt)\.f(32|64)\b", body)
+
+
+def test_literals_are_the_c_literals():
+    assert ptx.literal("f32", "0.55") == "0f3F0CCCCD"  # 0.55f
+    assert ptx.literal("f64", "0.55") == "0d3FE199999999999A"
+    assert ptx.literal("f32", "0x1.62e4p-1") == "0f3F317200"
+    assert ptx.literal("f64", "-0x1.718432a1b0e26p-35") == "0dBDC718432A1B0E26"
+    assert ptx.cast_literal("f32", "1e-5") == f"0f{int(np.float32(1e-5).view(np.uint32)):08X}"
+    assert ptx.literal("f32", "-inf") == "0fFF800000" and ptx.literal("f64", "nan") == "0d7FF8000000000000"
+    with pytest.raises(ptx.PtxError):
+        ptx.parse_params("f32", "out n:q")
+
+
+@pytest.mark.parametrize("body, why", [
+    ("{{ fail('no instruction for frobnicate') }}", "no instruction for frobnicate"),
+    ("    mov.{{ T }} %x, {{ no_such_constant }};", "no_such_constant"),
+])
+def test_a_kernel_that_cannot_render_is_named(body, why, tmp_path, monkeypatch):
+    shutil.copy(ptx.template_dir() / "common.ptx.j2", tmp_path)
+    (tmp_path / "broken.ptx.j2").write_text(
+        "{% import 'common.ptx.j2' as m with context %}\n"
+        "{% call m.kernel('fine', 'out n:i', 'n', 'renders') %}{% endcall %}\n"
+        "{% call m.kernel('oops', 'out n:i', 'n', 'does not') %}\n" + body + "\n{% endcall %}\n")
+    monkeypatch.setattr(ptx, "template_dir", lambda: tmp_path)
+    ptx._environment.cache_clear()
+    try:
+        with pytest.raises(ptx.PtxError, match=r"broken\.ptx\.j2 \(f64\), in mica_oops_f64: .*" + why):
+            ptx.render_template("broken", "f64")
+    finally:
+        ptx._environment.cache_clear()
+
+
+def test_interpreter_refuses_what_it_does_not_know():
+    head = ".version 7.0\n.target sm_70\n.address_size 64\n"
+    for body, word in [
+        ("fma.rn.f32 %a, %a, %a, %a;", "fma"),
+        ("add.f32 %a, %a, %a;", "add"),
+        ("sin.approx.f32 %a, %a;", "sin"),
+        ("add.rn.ftz.f32 %a, %a, %a;", "ftz"),
+    ]:
+        text = head + ".visible .entry k()\n{\n    .reg .f32 %a;\n    " + body + "\n    ret;\n}\n"
+        with pytest.raises(pi.InterpreterError, match=word):
+            pi.Module(text)
+
+
+def test_interpreter_semantics():
+    """The oracle itself: scoping, subnormals, round-to-nearest-even, integer division, nan tests."""
+    text = """.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+    .reg .u64 %o;
+    .reg .f32 %x;
+    .reg .s64 %q, %r;
+    .reg .u32 %b;
+    .reg .pred %p;
+    ld.param.u64 %o, [out];
+    cvta.to.global.u64 %o, %o;
+    mov.f32 %x, 0f00000001;
+    mul.rn.f32 %x, %x, 0f3F000000;
+    st.global.f32 [%o], %x;
+    {
+    .reg .f32 %x;
+    mov.f32 %x, 0f00800000;
+    div.rn.f32 %x, %x, 0f40000000;
+    st.global.f32 [%o+4], %x;
+    }
+    st.global.f32 [%o+8], %x;
+    mov.s64 %q, -7;
+    div.s64 %r, %q, 2;
+    st.global.s64 [%o+16], %r;
+    rem.s64 %r, %q, 2;
+    st.global.s64 [%o+24], %r;
+    mov.s64 %q, 1152921573326323713;
+    cvt.rn.f32.s64 %x, %q;
+    st.global.f32 [%o+32], %x;
+    setp.ne.f32 %p, 0f7FC00000, 0f3F800000;
+    selp.u32 %b, 1, 0, %p;
+    st.global.u32 [%o+36], %b;
+    setp.neu.f32 %p, 0f7FC00000, 0f3F800000;
+    selp.u32 %b, 1, 0, %p;
+    st.global.u32 [%o+40], %b;
+    ret;
+}
+"""
+    memory = pi.Memory()
+    out = memory.alloc(np.zeros(48, np.uint8))
+    pi.launch(pi.Module(text), "k", [out], memory, block=1)
+    raw = memory.array(out, np.uint8).tobytes()
+    f32 = np.frombuffer(raw[:12], np.uint32)
+    assert list(f32) == [0, 0x00400000, 0]  # half the least subnormal rounds to even (0); the inner %x is its own
+    assert list(np.frombuffer(raw[16:32], np.int64)) == [-3, -1]  # truncating division
+    assert np.frombuffer(raw[32:36], np.float32)[0] == np.float32(np.int64(2**60 + 2**36 + 1))  # rounded once
+    assert float(np.frombuffer(raw[32:36], np.float32)[0]) == 2**60 + 2**37
+    assert list(np.frombuffer(raw[36:44], np.uint32)) == [0, 1]  # ne is ordered, neu is not
+
+
+# ------------------------------------------------------------ cases
+
+
+@dataclass
+class Buf:
+    data: np.ndarray
+
+
+@dataclass
+class Int:
+    value: int
+
+
+@dataclass
+class Scalar:
+    value: float
+
+
+class Null:
+    pass
+
+
+@dataclass
+class Case:
+    kernel: str
+    args: list
+    grid_y: int = 1
+    extra: list = field(default_factory=list)  # the harness's own trailing arguments
+    strict_nan: bool = False  # nan answers must be the same bits (the elementary functions)
+    note: str = ""
+
+
+def wide(rng, n, dtype, spread=8):
+    """Random values of both signs over about 2*spread binades, so sums depend on their order."""
+    x = rng.standard_normal(n) * np.exp2(rng.uniform(-spread, spread, n))
+    return x.astype(dtype)
+
+
+def specials(dtype):
+    t = np.dtype(dtype)
+    tiny = np.finfo(t).smallest_subnormal
+    return np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, tiny, -tiny, np.finfo(t).tiny,
+                     np.finfo(t).max, -np.finfo(t).max, 3 * tiny], dtype=t)
+
+
+def negative_nan(dtype):
+    return np.array([0xFFF8000000000123 if dtype == np.float64 else 0xFFC00123],
+                    dtype=np.uint64 if dtype == np.float64 else np.uint32).view(dtype)
+
+
+# Per function and type: (low, high) ranges to draw from, beside log-spread magnitudes.
+MATH_RANGES = {
+    "exp": {"f64": [(-750, 712), (-1, 1), (700, 710), (-746, -700)], "f32": [(-110, 92), (-1, 1), (80, 89), (-104, -87)]},
+    "log": {"f64": [(0, 3), (0.7, 1.42)], "f32": [(0, 3), (0.7, 1.42)]},
+    "tanh": {"f64": [(-25, 25), (-1, 1), (0.5, 0.6), (-0.6, -0.5)], "f32": [(-12, 12), (-1, 1), (0.5, 0.6)]},
+    "sigmoid": {"f64": [(-800, 40), (-20, 20)], "f32": [(-125, 20), (-20, 20)]},
+    "gelu": {"f64": [(-30, 12), (-6, 6), (-3, 1)], "f32": [(-14, 12), (-6, 6), (-3, 1)]},
+    "silu": {"f64": [(-850, 60), (-20, 20), (-4, 2)], "f32": [(-115, 30), (-20, 20), (-4, 2)]},
+    "sqrt": {"f64": [(-1, 100)], "f32": [(-1, 100)]},
+    "relu": {"f64": [(-5, 5)], "f32": [(-5, 5)]},
+    "abs": {"f64": [(-5, 5)], "f32": [(-5, 5)]},
+}
+EDGES = {  # exp's and log's documented edges (tests/test_math.py), as bits
+    "f64": [0x40862E42FEFA39EF, 0x40862E42FEFA39F0, 0xC0874910D52D3051, 0xC0874910D52D3052, 0x0000000000000001],
+    "f32": [0x42B17217, 0x42B17218, 0xC2CFF1B4, 0xC2CFF1B5, 0x00000001],
+}
+
+
+def math_inputs(rng, fn, t, per_range=60):
+    dtype = DTYPES[t]
+    parts = [rng.uniform(lo, hi, per_range) for lo, hi in MATH_RANGES[fn][t]]
+    parts.append(rng.choice([-1.0, 1.0], per_range) * np.exp(rng.uniform(math.log(1e-30), math.log(2.0), per_range)))
+    x = np.concatenate(parts).astype(dtype)
+    edges = np.array(EDGES[t], dtype=np.uint64 if t == "f64" else np.uint32).view(dtype)
+    return np.concatenate([x, specials(dtype), negative_nan(dtype), edges])
+
+
+class Gen:
+    """Random arguments for one kernel: R(n, spread) values of the kernel's type."""
+
+    def __init__(self, rng, t: str):
+        self.rng, self.t, self.dt = rng, t, DTYPES[t]
+
+    def R(self, n: int, spread: float = 4) -> np.ndarray:
+        return wide(self.rng, n, self.dt, spread)
+
+    def B(self, n: int, spread: float = 4) -> Buf:
+        return Buf(self.R(n, spread))
+
+    def positive(self, n: int, spread: float = 2) -> Buf:
+        return Buf(np.abs(self.R(n, spread)))
+
+    def with_specials(self, n: int) -> Buf:
+        """n values, the first ones the special values (zeros, infinities, nans, subnormals)."""
+        x = self.R(n)
+        s = specials(self.dt)
+        x[: len(s)] = s[:n]
+        return Buf(x)
+
+    def ids(self, n: int, below: int) -> Buf:
+        return Buf(self.rng.integers(0, below, n).astype(np.int64))
+
+
+def elementwise_cases(name: str, op: str, g: Gen) -> list[Case]:
+    n, R, B, dt = 37, g.R, g.B, g.dt
+    if op in ("add", "sub", "mul", "div"):
+        a, b = R(n), R(n)
+        a[:13], b[13:26] = specials(dt), specials(dt)
+        return [Case(name, [B(n), Buf(a), Buf(b), Int(n)])]
+    if op in ("scale", "divide", "shift"):
+        return [Case(name, [B(n), g.with_specials(n), Scalar(dt(s)), Int(n)]) for s in (R(1)[0], 0.0, -np.inf)]
+    if op == "rsub":
+        return [Case(name, [B(n), Scalar(dt(s)), g.with_specials(n), Int(n)]) for s in (R(1)[0], np.inf)]
+    if op in ("neg", "accumulate", "deduct"):
+        return [Case(name, [B(n), g.with_specials(n), Int(n)])]
+    if op in ("add_rows", "sub_rows"):
+        return [Case(name, [B(24), B(24), B(6), Int(4), Int(6)])]
+    if op.startswith("each_"):
+        fn = op[len("each_"):]
+        x = math_inputs(g.rng, fn, g.t)
+        return [Case(name, [B(len(x)), Buf(x), Int(len(x))], strict_nan=fn not in ("sqrt", "relu", "abs"))]
+    if op.endswith("_back") and op[: -len("_back")] in MATH_RANGES:
+        x = math_inputs(g.rng, op[: -len("_back")], g.t)
+        m = len(x)
+        return [Case(name, [B(m), B(m), Buf(x), B(m, 1), Int(m)])]
+    if op == "convert":
+        other = np.float64 if g.t == "f32" else np.float32
+        x = np.concatenate([wide(g.rng, 40, other, 60 if other == np.float64 else 20), specials(other)])
+        if other == np.float64:  # past float32's range, into its subnormals, and halfway cases
+            x = np.concatenate([x, [3.5e38, 3.4028235677973366e38, 1e-40, 1e-46, 1.0000000596046448, -1.0000000596046448]])
+        return [Case(name, [B(len(x)), Buf(x.astype(other)), Int(len(x))])]
+    if op in ("transpose", "causal_mask", "transpose_back", "causal_mask_back"):
+        return [Case(name, [B(b * r * c), B(b * r * c), Int(b), Int(r), Int(c)]) for b, r, c in ((2, 3, 5), (1, 4, 4))]
+    if op in ("mul_back", "div_back_a"):
+        return [Case(name, [B(n), B(n), g.with_specials(n), Int(n)])]
+    if op == "div_back_b":
+        return [Case(name, [B(n), B(n), B(n), g.with_specials(n), Int(n)])]
+    if op in ("scale_back", "divide_back"):
+        return [Case(name, [B(n), B(n), Scalar(dt(s)), Int(n)]) for s in (R(1)[0], 0.0)]
+    if op == "part_back":
+        return [Case(name, [B(20), B(6), Int(7), Int(6)])]
+    raise AssertionError(f"no test cases for {name}")
+
+
+def reduction_cases(name: str, op: str, g: Gen) -> list[Case]:
+    R, B = g.R, g.B
+    if op == "pairwise":
+        return [Case(name, [B(1), B(max(m * s, 1), 12), Int(m), Int(s)])
+                for m, s in ((0, 1), (1, 1), (8, 1), (9, 2), (17, 3), (100, 1), (1000, 1))]
+    if op in ("sum", "mean"):
+        return [Case(name, [B(1), B(max(m, 1), 12), Int(m)]) for m in (0, 1, 5, 8, 9, 23, 130, 777)]
+    if op == "max":
+        x, y = R(37), R(9)
+        x[[3, 11, 20]] = x.max() + 1  # ties: the first is the one
+        y[[0, 4]] = np.nan
+        where = lambda: Buf(np.array([-5], np.int64))  # noqa: E731
+        return [Case(name, [B(1), where(), Buf(v), Int(len(v))]) for v in (x, y, R(1))] + \
+               [Case(name, [B(1), Null(), Buf(x), Int(37)])]
+    if op == "dot":
+        return [Case(name, [B(1), B(max(m, 1), 10), B(max(m, 1), 10), Int(m)]) for m in (0, 5, 100)]
+    if op == "sum_rows":
+        return [Case(name, [B(5), B(r * 5, 12), Int(r), Int(5)]) for r in (0, 1, 8, 9, 37)]
+    if op in ("sum_back", "mean_back"):
+        return [Case(name, [B(9), B(1), Int(9)])]
+    if op == "max_back":
+        return [Case(name, [B(9), B(1), Buf(np.array([4], np.int64))])]
+    if op == "sum_rows_back":
+        return [Case(name, [B(24), B(6), Int(4), Int(6)])]
+    raise AssertionError(f"no test cases for {name}")
+
+
+ROW_SHAPES = ((3, 1), (4, 9), (2, 33))
+
+
+def row_cases(name: str, op: str, g: Gen) -> list[Case]:
+    R, B, P = g.R, g.B, g.positive
+    if op == "softmax_rows":
+        out = []
+        for r, c in ROW_SHAPES:
+            x = R(r * c, 2)
+            if c > 1:
+                x[1] = -np.inf  # a masked entry
+            out.append(Case(name, [B(r * c), Buf(x), Int(r), Int(c)]))
+        return out
+    if op == "softmax_back_rows":
+        return [Case(name, [B(r * c), B(r * c), P(r * c), Int(r), Int(c)]) for r, c in ROW_SHAPES]
+    if op == "layernorm_rows":
+        return [Case(name, [B(r * c), B(r), B(r), B(r * c, 3), B(c, 1), B(c, 1), Int(r), Int(c)]) for r, c in ROW_SHAPES] + \
+               [Case(name, [B(12), Null(), Null(), B(12), B(4), B(4), Int(3), Int(4)])]
+    if op == "layernorm_back_rows":
+        return [Case(name, [B(r * c), B(r * c), B(r * c, 3), B(c, 1), B(r, 2), P(r), Int(r), Int(c)]) for r, c in ROW_SHAPES]
+    if op == "layernorm_params_back":
+        r, c = 7, 5
+        rest = lambda: [B(r * c), B(r * c, 3), B(r, 2), P(r), Int(r), Int(c)]  # noqa: E731
+        return [Case(name, [B(c), B(c)] + rest()), Case(name, [Null(), B(c)] + rest()), Case(name, [B(c), Null()] + rest())]
+    if op == "rmsnorm_rows":
+        return [Case(name, [B(r * c), B(r), B(r * c, 3), B(c, 1), Int(r), Int(c)]) for r, c in ROW_SHAPES] + \
+               [Case(name, [B(12), Null(), B(12), B(4), Int(3), Int(4)])]
+    if op == "rmsnorm_back_rows":
+        return [Case(name, [B(r * c), B(r * c), B(r * c, 3), B(c, 1), P(r), Int(r), Int(c)]) for r, c in ROW_SHAPES]
+    if op == "rmsnorm_gain_back":
+        r, c = 7, 5
+        return [Case(name, [B(c), B(r * c), B(r * c, 3), P(r), Int(r), Int(c)])]
+    if op == "cross_entropy_rows":
+        out = []
+        for (r, c), bad in (((3, 1), False), ((4, 9), False), ((2, 33), False), ((5, 6), True)):
+            targets = g.ids(r, c)
+            if bad:
+                targets.data[[1, 3]] = [-1, c]
+            err = Buf(np.zeros(1, np.int32))
+            out.append(Case(name, [B(r), B(r * c), err, B(r * c, 3), targets, Int(r), Int(c)],
+                            note="bad targets" if bad else ""))
+        return out
+    if op == "cross_entropy_back_rows":
+        return [Case(name, [B(r * c), B(1), P(r * c, 1), g.ids(r, c), Int(r), Int(c)]) for r, c in ROW_SHAPES]
+    raise AssertionError(f"no test cases for {name}")
+
+
+def gather_cases(name: str, op: str, g: Gen) -> list[Case]:
+    B = g.B
+    if op == "gather":
+        ids = g.ids(6, 5)
+        bad = Buf(ids.data.copy())
+        bad.data[[2, 4]] = [5, -1]
+        return [Case(name, [B(42), Buf(np.zeros(1, np.int32)), B(35), v, Int(6), Int(5), Int(7)], note=note)
+                for v, note in ((ids, ""), (bad, "bad ids"))]
+    if op == "gather_back":
+        ids = Buf(np.array([3, 1, 3, 0, 3, 4], np.int64))  # repeats: added in order
+        return [Case(name, [B(35), B(42), ids, Int(6), Int(5), Int(7)])]
+    raise AssertionError(f"no test cases for {name}")
+
+
+# gemm: (trans_a, trans_b, m, n, k, accumulate, batch); rows padded (lda, ldb, ldc past the need)
+GEMMS = [(0, 0, 3, 5, 7, 0, 1), (1, 0, 4, 3, 6, 1, 1), (0, 1, 2, 6, 5, 1, 2), (1, 1, 5, 2, 4, 0, 2),
+         (0, 0, 2, 3, 0, 1, 1), (0, 1, 1, 4, 9, 0, 1)]
+
+
+def product_cases(name: str, op: str, g: Gen) -> list[Case]:
+    B = g.B
+    if op == "gemm":
+        out = []
+        for ta, tb, m, n, k, acc, batch in GEMMS:
+            a_rows, b_rows = (k if ta else m), (n if tb else k)
+            lda, ldb, ldc = (m if ta else k) + 2, (k if tb else n) + 1, n + 3
+            sa, sb, sc = (a_rows * lda + 1, b_rows * ldb + 2, m * ldc) if batch > 1 else (0, 0, 0)
+            a = B(max(sa * batch, a_rows * lda, 1), 10)
+            b = B(max(sb * batch, b_rows * ldb, 1), 10)
+            c = B(max(sc * batch, m * ldc))
+            out.append(Case(name, [Int(ta), Int(tb), Int(m), Int(n), Int(k), a, Int(lda), b, Int(ldb), c, Int(ldc),
+                                   Int(acc), Int(sa), Int(sb), Int(sc)], grid_y=batch, extra=[Int(batch)]))
+        return out
+    if op == "outer":
+        return [Case(name, [B(24), B(4), B(6), Int(4), Int(6)])]
+    raise AssertionError(f"no test cases for {name}")
+
+
+# conv2d: (batch, cin, h, w, cout, kh, kw); pools: planes, h, w, size (h, w not multiples of size)
+CONVS = ((2, 2, 5, 6, 3, 2, 3), (1, 3, 4, 4, 2, 4, 1))
+PLANES, H, W, SIZE = 3, 5, 7, 2
+
+
+def image_cases(name: str, op: str, g: Gen) -> list[Case]:
+    R, B = g.R, g.B
+    if op.startswith("conv2d"):
+        out = []
+        for shape in CONVS:
+            b, ci, h, w, co, kh, kw = shape
+            xs, ks, gs = b * ci * h * w, co * ci * kh * kw, b * co * (h - kh + 1) * (w - kw + 1)
+            first = {"conv2d": [B(gs), B(xs, 3), B(ks, 3)], "conv2d_back_x": [B(xs), B(gs, 3), B(ks, 3)],
+                     "conv2d_back_k": [B(ks), B(gs, 3), B(xs, 3)]}[op]
+            out.append(Case(name, first + [Int(v) for v in shape]))
+        return out
+    oh, ow = H // SIZE, W // SIZE
+    shape = [Int(v) for v in (PLANES, H, W, SIZE)]
+    if op == "maxpool2d":
+        x = R(PLANES * H * W)
+        x[[0, 1, 7]] = 50.0  # a tie inside the first window
+        x[16] = np.nan
+        where = Buf(np.full(PLANES * oh * ow, -7, np.int64))
+        return [Case(name, [B(PLANES * oh * ow), where, Buf(x)] + shape),
+                Case(name, [B(PLANES * oh * ow), Null(), Buf(x)] + shape)]
+    if op == "maxpool2d_back":
+        rng = g.rng
+        where = [(p * H + i * SIZE + rng.integers(SIZE)) * W + j * SIZE + rng.integers(SIZE)
+                 for p in range(PLANES) for i in range(oh) for j in range(ow)]
+        return [Case(name, [B(PLANES * H * W), B(PLANES * oh * ow), Buf(np.array(where, np.int64))] + shape)]
+    if op == "avgpool2d":
+        return [Case(name, [B(PLANES * oh * ow), B(PLANES * H * W)] + shape),
+                Case(name, [B(2 * 2 * 3), B(2 * 6 * 9)] + [Int(v) for v in (2, 6, 9, 3)])]
+    if op == "avgpool2d_back":
+        return [Case(name, [B(PLANES * H * W), B(PLANES * oh * ow)] + shape)]
+    raise AssertionError(f"no test cases for {name}")
+
+
+def optimizer_cases(name: str, op: str, g: Gen) -> list[Case]:
+    n, B, dt = 37, g.B, g.dt
+    if op == "adam_step":  # bias1, bias2 (None here) come from the C runtime: see bias_scalars
+        hyper = [Scalar(dt(v)) for v in (1e-3, 0.9, 0.999, 1e-8)]
+        return [Case(name, [B(n), B(n), B(n, 2), g.positive(n), Int(n), *hyper, None, None], extra=[Int(step)])
+                for step in (1, 7)]
+    if op == "sgd_step":
+        return [Case(name, [B(n), B(n), B(n), Int(n), Scalar(dt(0.01)), Scalar(dt(0.9))])]
+    raise AssertionError(f"no test cases for {name}")
+
+
+FAMILY_CASES = {
+    "elementwise": elementwise_cases, "reductions": reduction_cases, "rows": row_cases, "gather": gather_cases,
+    "products": product_cases, "images": image_cases, "optimizers": optimizer_cases,
+}
+
+
+def cases_for(name: str, k: ptx.Kernel, rng) -> list[Case]:
+    """The cases that run kernel `name`: argument lists in its parameter order."""
+    op = "convert" if name.startswith("mica_convert_") else name[len("mica_"): -len("_" + k.dtype)]
+    return FAMILY_CASES[k.family](name, op, Gen(rng, k.dtype))
+
+
+def all_cases() -> dict[str, list[Case]]:
+    rng = np.random.default_rng(SEED)
+    return {name: cases_for(name, k, rng) for name, k in sorted(ptx.KERNELS.items())}
+
+
+CASES = all_cases()
+
+
+# ------------------------------------------------------------ the C side
+
+
+def encode(case_kernel: str, args: list) -> str:
+    words = [case_kernel, str(len(args))]
+    for a in args:
+        if isinstance(a, Buf):
+            raw = a.data.tobytes()
+            words += ["p", str(len(raw)), raw.hex() or "-"]
+        elif isinstance(a, Null):
+            words.append("n")
+        elif isinstance(a, Int):
+            words += ["i", str(int(a.value))]
+        elif isinstance(a, Scalar):
+            bits = a.value.view(np.uint32 if a.value.dtype == np.float32 else np.uint64)
+            words += ["f", f"{int(bits):x}"]
+        else:
+            raise AssertionError(f"argument {a!r}")
+    return " ".join(words) + "\n"
+
+
+def run_harness(binary: Path, calls: list[tuple[str, list]]) -> list[list[bytes]]:
+    """Each (name, args) through the C runtime: the buffers afterwards, in argument order."""
+    text = "".join(encode(name, args) for name, args in calls)
+    done = subprocess.run([str(binary)], input=text, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    results, current = [], []
+    for line in done.stdout.splitlines():
+        if line == "end":
+            results.append(current)
+            current = []
+        else:
+            current.append(bytes.fromhex(line))
+    assert len(results) == len(calls)
+    return results
+
+
+@pytest.fixture(scope="session")
+def harness(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("ptx_harness") / "ptx_harness"
+    sources = [str(p) for p in sorted(RUNTIME.glob("*.c"))] + [str(HARNESS)]
+    subprocess.run([sys.executable, "-m", "ziglang", "cc", "-target", "x86_64-linux-musl", "-O2", "-ffp-contract=off",
+                    "-I", str(RUNTIME), *sources, "-o", str(out), "-lm"], check=True, capture_output=True, text=True)
+    return out
+
+
+def bias_scalars(harness: Path) -> None:
+    """adam_step's bias1, bias2 as the C runtime computes them (1 - beta^t, mica_powi)."""
+    pending = [c for cs in CASES.values() for c in cs if c.kernel.startswith("mica_adam_step") and c.args[9] is None]
+    calls = []
+    for c in pending:
+        dt = DTYPES[c.kernel[-3:]]
+        calls.append((c.kernel.replace("adam_step", "adam_bias"), [Buf(np.zeros(2, dt)), c.args[6], c.args[7], c.extra[0]]))
+    for c, (bias,) in zip(pending, run_harness(harness, calls)):
+        values = np.frombuffer(bias, DTYPES[c.kernel[-3:]])
+        c.args[9], c.args[10] = Scalar(values[0]), Scalar(values[1])
+
+
+@pytest.fixture(scope="session")
+def c_results(harness) -> dict[int, list[bytes]]:
+    bias_scalars(harness)
+    cases = [c for cs in CASES.values() for c in cs]
+    results = run_harness(harness, [(c.kernel, c.args + c.extra) for c in cases])
+    return {id(c): r for c, r in zip(cases, results)}
+
+
+# ------------------------------------------------------------ the PTX side
+
+
+@pytest.fixture(scope="session")
+def interpreted() -> pi.Module:
+    return pi.Module(ptx.render(ptx.KERNELS))
+
+
+def run_interpreter(module: pi.Module, case: Case, block: int = 16) -> list[bytes]:
+    kernel = ptx.KERNELS[case.kernel]
+    memory = pi.Memory()
+    values, buffers = [], []
+    for param, a in zip(kernel.params, case.args):
+        if isinstance(a, Buf):
+            address = memory.alloc(a.data) if a.data.nbytes else memory.alloc(np.zeros(0, np.uint8))
+            values.append(address)
+            buffers.append((address, a.data.dtype))
+        elif isinstance(a, Null):
+            values.append(0)
+        elif isinstance(a, Int):
+            values.append(a.value)
+        else:
+            assert param.ptx == kernel.dtype, f"{case.kernel}: {param.name} is no scalar of {kernel.dtype}"
+            values.append(a.value)
+    extents = {p.name: v for p, v in zip(kernel.params, values) if p.kind == "int"}
+    threads = eval(kernel.threads, {"__builtins__": {}}, extents)  # noqa: S307 (the template's own expression)
+    grid_x = max(1, -(-threads // block))
+    pi.launch(module, case.kernel, values, memory, grid=(grid_x, case.grid_y), block=block)
+    return [memory.array(address, dtype).tobytes() for address, dtype in buffers]
+
+
+def same_bits(got: bytes, want: bytes, dtype, strict_nan: bool) -> bool:
+    if got == want:
+        return True
+    if dtype.kind != "f" or strict_nan:
+        return False
+    g, w = np.frombuffer(got, dtype), np.frombuffer(want, dtype)
+    both_nan = np.isnan(g) & np.isnan(w)
+    return bool(np.all((g.view(f"u{dtype.itemsize}") == w.view(f"u{dtype.itemsize}")) | both_nan))
+
+
+def describe(got: bytes, want: bytes, dtype) -> str:
+    g, w = np.frombuffer(got, dtype), np.frombuffer(want, dtype)
+    bad = np.nonzero(g.view(f"u{dtype.itemsize}") != w.view(f"u{dtype.itemsize}"))[0]
+    return ", ".join(f"[{i}] ptx {g[i]!r} c {w[i]!r}" for i in bad[:4]) + f" ({len(bad)} of {len(g)} differ)"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_kernel_matches_the_c_runtime(name, interpreted, c_results):
+    for number, case in enumerate(CASES[name]):
+        got = run_interpreter(interpreted, case)
+        want = c_results[id(case)]
+        dtypes = [a.data.dtype for a in case.args if isinstance(a, Buf)]
+        assert len(got) == len(want)
+        for k, (g, w, dt) in enumerate(zip(got, want, dtypes)):
+            assert same_bits(g, w, dt, case.strict_nan), f"{name} case {number} {case.note}: buffer {k}: {describe(g, w, dt)}"
+
+
+def test_cross_entropy_rows_then_mean_is_cross_entropy(interpreted, harness):
+    """The device's CrossEntropy: per-row losses, then the mean kernel, as the C's one call."""
+    rng = np.random.default_rng(SEED + 1)
+    for t, dt in DTYPES.items():
+        for r, c in ((1, 5), (13, 7), (20, 3)):
+            logits = wide(rng, r * c, dt, 3)
+            targets = rng.integers(0, c, r).astype(np.int64)
+            want = run_harness(harness, [(f"mica_cross_entropy_total_{t}", [Buf(np.zeros(1, dt)), Buf(np.zeros(r * c, dt)),
+                                                                         Buf(logits), Buf(targets), Int(r), Int(c)])])[0]
+            rows = Case(f"mica_cross_entropy_rows_{t}", [Buf(np.zeros(r, dt)), Buf(np.zeros(r * c, dt)),
+                                                         Buf(np.zeros(1, np.int32)), Buf(logits), Buf(targets), Int(r), Int(c)])
+            loss, probs, err = run_interpreter(interpreted, rows)[:3]
+            mean = Case(f"mica_mean_{t}", [Buf(np.zeros(1, dt)), Buf(np.frombuffer(loss, dt).copy()), Int(r)])
+            total = run_interpreter(interpreted, mean)[0]
+            assert (total, probs) == (want[0], want[1]) and err == bytes(4)
+
+
+def test_every_instruction_was_interpreted(module_text):
+    """Reports what the interpreter ran; every opcode in the rendered kernels ran at least once."""
+    if not pi.executed:
+        pytest.skip("run with the kernel tests (this reports on them)")
+    body = _COMMENTS.sub("", module_text)
+    written = set()
+    for stmt in re.findall(r"^\s*(?:@!?%\w+\s+)?([a-z][\w.]*)\s", body, re.M):
+        written.add(stmt)
+    print("\ninterpreted:", ", ".join(f"{op} {n}" for op, n in sorted(pi.executed.items())))
+    missing = sorted(op for op in written if op not in pi.executed)
+    assert not missing, f"never run by the tests: {missing}"
+
+
+_COMMENTS = re.compile(r"//[^\n]*")
