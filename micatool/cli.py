@@ -70,8 +70,11 @@ def cmd_build(args) -> int:
 
 
 def cmd_image(args) -> int:
-    from .link import image
+    from .link import build, image
 
+    if build.GPU_MARK in to_c(_source(args.program)):
+        raise image.ImageError(f"{args.program} uses the GPU: its binary is the glibc flavour (docs/gpu.md), "
+                               "which a FROM scratch image cannot run; build it and ship it on a CUDA base image")
     binaries = {}
     for word in args.platform.split(","):
         target = targets.resolve(word.strip())

@@ -203,8 +203,8 @@ static void launch(const char *kernel, int64_t threads, int64_t grid_y, int line
                    va_list list);
 
 /* Launch `kernel` over `threads` threads (blocks of 256). signature names each
- * argument that follows: p a device pointer (uint64_t), i an int64_t, f a
- * float (passed as double), d a double. Waits for the kernel, so a fault is
+ * argument that follows: p a device pointer (uint64_t), i an int64_t, u a
+ * 32-bit flag (passed as int), f a float (passed as double), d a double. Waits for the kernel, so a fault is
  * reported at the Mica line that caused it. */
 void mica_gpu_launch(const char *kernel, int64_t threads, int line, const char *signature, ...) {
     va_list list;
@@ -227,6 +227,7 @@ static void launch(const char *kernel, int64_t threads, int64_t grid_y, int line
     union {
         uint64_t p;
         int64_t i;
+        uint32_t u;
         float f;
         double d;
     } values[16];
@@ -236,6 +237,7 @@ static void launch(const char *kernel, int64_t threads, int64_t grid_y, int line
         switch (*s) {
         case 'p': values[n].p = va_arg(list, uint64_t); break;
         case 'i': values[n].i = va_arg(list, int64_t); break;
+        case 'u': values[n].u = (uint32_t)va_arg(list, int); break;
         case 'f': values[n].f = (float)va_arg(list, double); break;
         default: values[n].d = va_arg(list, double); break;
         }

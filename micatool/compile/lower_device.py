@@ -15,7 +15,8 @@ from .ctypes import SUFFIX
 from .cvalue import CValue
 from .types import Scalar, Tensor, Type, plain
 
-SIGNATURE = {"ptr": "p", "int": "i", "flag": "i"}
+SIGNATURE = {"ptr": "p", "int": "i", "flag": "u"}
+VARARG_TYPE = {"p": "uint64_t", "i": "int64_t", "u": "int", "f": "double", "d": "double"}
 
 
 def device_type(t: Type) -> bool:
@@ -40,20 +41,19 @@ def byte_size(t: Type) -> int:
 class DeviceLowering:
     """Mixed into FunctionLowering: launches, transfers and device temporaries."""
 
-    def launch(self, kernel: str, line: int, **args) -> None:
-        """One kernel launch; args are C expressions keyed by the kernel's parameter names."""
+    def launch(self, kernel: str, line: int, grid_y: int = 1, **args) -> None:
+        """One kernel launch; args are C expressions keyed by the kernel's parameter names.
+        grid_y is the grid's height, for kernels that take one (a batch of products)."""
         from ..link.ptx import KERNELS
 
         spec = KERNELS[kernel]
         self.lowering.kernels.add(kernel)
-        values, signature, extents = [], "", {}
+        values, signature, extents = [], "", {"batch": grid_y}
         for param in spec.params:
             text = str(args[param.name])
-            values.append(text)
-            if param.kind == "scalar":
-                signature += "f" if param.ptx == "f32" else "d"
-            else:
-                signature += SIGNATURE[param.kind]
+            letter = ("f" if param.ptx == "f32" else "d") if param.kind == "scalar" else SIGNATURE[param.kind]
+            signature += letter
+            values.append(f"({VARARG_TYPE[letter]})({text})")  # varargs must arrive as the launcher reads them
             if param.kind in ("int", "flag"):
                 extents[param.name] = int(text) if text.lstrip("-").isdigit() else text
         threads = eval(spec.threads, {}, extents)  # extents are compile-time numbers
@@ -128,14 +128,15 @@ class DeviceLowering:
         elif rt.rank <= 2:
             k = lt.shape[-1]
             m, n = lt.count // k, (1 if rt.rank == 1 else rt.shape[1])
-        else:
+        else:  # a batch of products: the grid's height walks it
             k = lt.shape[-1]
             m, n = lt.shape[-2], rt.shape[-1]
-            batch = lt.count // (m * k)
-            self.launch(f"mica_bmm_{s}", line, out=f"{out.text}.ptr", a=a, b=b, batch=batch, m=m, k=k, n=n)
+            self.launch(f"mica_gemm_{s}", line, grid_y=lt.count // (m * k), trans_a=0, trans_b=0, m=m, n=n, k=k,
+                        a=a, lda=k, b=b, ldb=n, c=f"{out.text}.ptr", ldc=n, accumulate=0,
+                        stride_a=m * k, stride_b=k * n, stride_c=m * n)
             return
         self.launch(f"mica_gemm_{s}", line, trans_a=0, trans_b=0, m=m, n=n, k=k, a=a, lda=k, b=b, ldb=n,
-                    c=f"{out.text}.ptr", ldc=n, accumulate=0)
+                    c=f"{out.text}.ptr", ldc=n, accumulate=0, stride_a=0, stride_b=0, stride_c=0)
 
     def device_unary(self, e: ast.Unary) -> CValue:
         t = plain(self.concrete(e.ty))
@@ -175,9 +176,10 @@ class DeviceLowering:
         t = self.concrete(call.ty)
         x = self.untracked(self.value(call.args[0]))
         out = self.device_temp(t, call.pos.line)
-        kernel = f"mica_{call.callee.ident.lower().replace(':reduce', '')}_{SUFFIX[element(t)]}"
-        self.launch(kernel, call.pos.line, out=f"{out.text}.ptr", x=self.device_data(x, call.pos.line),
-                    n=count(x.type))
+        name = call.callee.ident.lower()
+        extra = {"where": 0} if name == "max" else {}  # Max's position matters only to its backward
+        self.launch(f"mica_{name}_{SUFFIX[element(t)]}", call.pos.line, out=f"{out.text}.ptr",
+                    x=self.device_data(x, call.pos.line), n=count(x.type), **extra)
         return out
 
     device_sum = device_mean = device_max = device_reduce
