@@ -300,11 +300,59 @@ void mica_dev_reserve(mica_dev *d, int64_t bytes, int line);
 void mica_dev_drop(mica_dev *d);
 void mica_dev_assign(mica_dev *dst, mica_dev src, int line);
 void mica_dev_move(mica_dev *dst, mica_dev src);
+mica_dev mica_dev_copy(mica_dev src);
 void mica_dev_upload(mica_dev *dst, const void *host, int64_t bytes, int line);
 void mica_dev_download(void *host, mica_dev src, int64_t bytes, int line);
 uint64_t mica_dev_data(mica_dev *d, int64_t bytes, int line);
 void mica_gpu_launch(const char *kernel, int64_t threads, int line, const char *signature, ...);
 void mica_gpu_launch_grid(const char *kernel, int64_t threads, int64_t grid_y, int line, const char *signature, ...);
+void mica_dev_copy_raw(uint64_t dst, uint64_t src, int64_t bytes, int line);
+void mica_dev_put(uint64_t dst, const void *host, int64_t bytes, int line);
+void mica_dev_get(void *host, uint64_t src, int64_t bytes, int line);
+
+/* The tape on the device (mica_gpu_tape.c): nodes whose values and gradients live there. */
+mica_node *mica_gt_read(mica_tag *tag, int dtype, mica_dev *place, int rank, const int64_t *dims, int line);
+mica_node *mica_gt_const(int dtype, mica_dev value, int rank, const int64_t *dims, int line);
+mica_node *mica_gt_scalar(int dtype, double value, int line);
+void mica_gt_write(mica_tag *tag, mica_dev *place, mica_node *n, int line);
+void mica_gt_value(mica_dev *out, mica_node *n, int line);
+void mica_gt_backward(mica_tag *loss, const char *name, int line);
+void mica_gt_gradient(mica_dev *out, mica_tag *tag, int dtype, int64_t count, const char *name, int line);
+mica_node *mica_gt_add(mica_node *a, mica_node *b, int line);
+mica_node *mica_gt_sub(mica_node *a, mica_node *b, int line);
+mica_node *mica_gt_mul(mica_node *a, mica_node *b, int line);
+mica_node *mica_gt_div(mica_node *a, mica_node *b, int line);
+mica_node *mica_gt_add_rows(mica_node *a, mica_node *row, int line);
+mica_node *mica_gt_sub_rows(mica_node *a, mica_node *row, int line);
+mica_node *mica_gt_scale(mica_node *a, double s, int line);
+mica_node *mica_gt_divide(mica_node *a, double s, int line);
+mica_node *mica_gt_shift(mica_node *a, double s, int line);
+mica_node *mica_gt_neg(mica_node *a, int line);
+mica_node *mica_gt_matmul(mica_node *a, mica_node *b, int64_t m, int64_t k, int64_t n, int rank, const int64_t *dims,
+                          int line);
+mica_node *mica_gt_bmm(mica_node *a, mica_node *b, int64_t batch, int64_t m, int64_t k, int64_t n, int rank,
+                       const int64_t *dims, int line);
+mica_node *mica_gt_transpose(mica_node *a, int line);
+mica_node *mica_gt_each(const char *forward, const char *backward, mica_node *a, int line);
+mica_node *mica_gt_sum(mica_node *a, int line);
+mica_node *mica_gt_mean(mica_node *a, int line);
+mica_node *mica_gt_max(mica_node *a, int line);
+mica_node *mica_gt_sum_rows(mica_node *a, int line);
+mica_node *mica_gt_softmax(mica_node *a, int line);
+mica_node *mica_gt_causal_mask(mica_node *a, int line);
+mica_node *mica_gt_layernorm(mica_node *x, mica_node *gain, mica_node *bias, int line);
+mica_node *mica_gt_rmsnorm(mica_node *x, mica_node *gain, int line);
+mica_node *mica_gt_cross_entropy(mica_node *logits, mica_dev targets, int line);
+mica_node *mica_gt_gather(mica_node *table, mica_dev ids, int64_t n, int rank, const int64_t *dims, int line);
+mica_node *mica_gt_convert(mica_node *a, int dtype, int line);
+void mica_gpu_adam_step(int dtype, mica_dev *w, mica_dev g, mica_dev *m, mica_dev *v, int64_t n, int64_t t, double lr,
+                        double beta1, double beta2, double eps, int line);
+void mica_gpu_sgd_step(int dtype, mica_dev *w, mica_dev g, mica_dev *velocity, int64_t n, double lr, double momentum,
+                       int line);
+void mica_gpu_cross_entropy(mica_dev *out, int dtype, mica_dev logits, mica_dev targets, int64_t rows, int64_t cols,
+                            int line);
+void mica_gpu_gather(mica_dev *out, int dtype, mica_dev table, mica_dev ids, int64_t n, int64_t rows, int64_t cols,
+                     int line);
 
 void mica_save(mica_string path, mica_entry *entries, int64_t count, int line);
 /* false (after saying why on stderr) when the file is refused; traps instead when must */

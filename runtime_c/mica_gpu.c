@@ -161,6 +161,13 @@ void mica_dev_assign(mica_dev *dst, mica_dev src, int line) {
     if (src.ptr != 0) check(cu.device_copy(dst->ptr, src.ptr, (size_t)src.bytes), "copy", line);
 }
 
+/* A fresh copy (for records holding device fields, copied whole). */
+mica_dev mica_dev_copy(mica_dev src) {
+    mica_dev copy = {0};
+    if (src.ptr != 0) mica_dev_assign(&copy, src, 0);
+    return copy;
+}
+
 void mica_dev_move(mica_dev *dst, mica_dev src) {
     mica_dev_drop(dst);
     *dst = src;
@@ -178,6 +185,19 @@ void mica_dev_download(void *host, mica_dev src, int64_t bytes, int line) {
     }
     need_device(line);
     check(cu.to_host(host, src.ptr, (size_t)bytes), "copy to the host", line);
+}
+
+/* Raw copies for the device tape, between addresses it already holds. */
+void mica_dev_copy_raw(uint64_t dst, uint64_t src, int64_t bytes, int line) {
+    check(cu.device_copy(dst, src, (size_t)bytes), "copy", line);
+}
+
+void mica_dev_put(uint64_t dst, const void *host, int64_t bytes, int line) {
+    check(cu.to_device(dst, host, (size_t)bytes), "copy to the device", line);
+}
+
+void mica_dev_get(void *host, uint64_t src, int64_t bytes, int line) {
+    check(cu.to_host(host, src, (size_t)bytes), "copy to the host", line);
 }
 
 /* ---------------------------------------------------------------- launching */

@@ -37,8 +37,12 @@ bool mica_tape_open(void) {
     return tape.open;
 }
 
+void (*mica_tape_device_reset)(void);
+void *(*mica_tape_device_zeros)(int64_t bytes, int line);
+
 void mica_tape_begin(int line) {
     if (tape.open) mica_trap(line, "a tape window cannot open inside another tape window");
+    if (mica_tape_device_reset) mica_tape_device_reset(); /* the last window's device buffers go back */
     tape.epoch++;
     tape.open = true;
     tape.count = 0;
@@ -85,8 +89,8 @@ static void remember(mica_node *n) {
     tape.nodes[tape.count++] = n;
 }
 
-mica_node *mica_node_new(int dtype, int rank, const int64_t *dims, const char *op, mica_backward_fn backward,
-                         mica_node *a, mica_node *b, mica_node *c) {
+static mica_node *make(int dtype, int rank, const int64_t *dims, const char *op, mica_backward_fn backward,
+                       mica_node *a, mica_node *b, mica_node *c, bool on_device) {
     mica_node *n = mica_tape_alloc(sizeof(mica_node));
     memset(n, 0, sizeof *n);
     n->op = op;
@@ -97,7 +101,8 @@ mica_node *mica_node_new(int dtype, int rank, const int64_t *dims, const char *o
         n->dims[i] = dims[i];
         n->count *= dims[i];
     }
-    n->value = mica_tape_alloc((size_t)n->count * mica_dtype_size(dtype));
+    n->on_device = on_device;
+    n->value = on_device ? NULL : mica_tape_alloc((size_t)n->count * mica_dtype_size(dtype));
     n->in[0] = a;
     n->in[1] = b;
     n->in[2] = c;
@@ -107,8 +112,36 @@ mica_node *mica_node_new(int dtype, int rank, const int64_t *dims, const char *o
     return n;
 }
 
+mica_node *mica_node_new(int dtype, int rank, const int64_t *dims, const char *op, mica_backward_fn backward,
+                         mica_node *a, mica_node *b, mica_node *c) {
+    return make(dtype, rank, dims, op, backward, a, b, c, false);
+}
+
+mica_node *mica_node_new_on_device(int dtype, int rank, const int64_t *dims, const char *op, mica_backward_fn backward,
+                                   mica_node *a, mica_node *b, mica_node *c) {
+    return make(dtype, rank, dims, op, backward, a, b, c, true);
+}
+
+bool mica_tape_current(const mica_tag *tag) {
+    return tag->epoch == tape.epoch && tag->node != NULL;
+}
+
+void mica_tape_enroll(mica_tag *tag, mica_node *n) {
+    tag->node = n;
+    tag->epoch = tape.epoch;
+}
+
+void mica_tape_note_read(mica_tag *tag) {
+    if (tag->read_epoch != tape.epoch) {
+        tag->read = tag->node;
+        tag->read_epoch = tape.epoch;
+    }
+}
+
 void *mica_node_grad(mica_node *n) {
-    if (n->grad == NULL) {
+    if (n->grad == NULL && n->on_device) {
+        n->grad = mica_tape_device_zeros((int64_t)n->count * (int64_t)mica_dtype_size(n->dtype), n->line);
+    } else if (n->grad == NULL) {
         size_t bytes = (size_t)n->count * mica_dtype_size(n->dtype);
         n->grad = mica_tape_alloc(bytes);
         memset(n->grad, 0, bytes);
@@ -117,19 +150,14 @@ void *mica_node_grad(mica_node *n) {
 }
 
 mica_node *mica_tape_read(mica_tag *tag, int dtype, const void *value, int rank, const int64_t *dims) {
-    mica_node *n = tag->node;
-    if (tag->epoch != tape.epoch || n == NULL) {
-        n = mica_node_new(dtype, rank, dims, "leaf", NULL, NULL, NULL, NULL);
+    if (!mica_tape_current(tag)) {
+        mica_node *n = mica_node_new(dtype, rank, dims, "leaf", NULL, NULL, NULL, NULL);
         memcpy(n->value, value, (size_t)n->count * mica_dtype_size(dtype));
         n->needs_grad = true;
-        tag->node = n;
-        tag->epoch = tape.epoch;
+        mica_tape_enroll(tag, n);
     }
-    if (tag->read_epoch != tape.epoch) {
-        tag->read = n;
-        tag->read_epoch = tape.epoch;
-    }
-    return n;
+    mica_tape_note_read(tag);
+    return tag->node;
 }
 
 mica_node *mica_tape_const(int dtype, const void *value, int rank, const int64_t *dims) {
@@ -149,8 +177,7 @@ mica_node *mica_tape_scalar(int dtype, double value) {
 
 void mica_tape_write(mica_tag *tag, void *place_value, mica_node *n) {
     memcpy(place_value, n->value, (size_t)n->count * mica_dtype_size(n->dtype));
-    tag->node = n;
-    tag->epoch = tape.epoch;
+    mica_tape_enroll(tag, n);
 }
 
 void mica_tape_value(void *out, const mica_node *n) {
@@ -168,30 +195,44 @@ static int64_t position(const mica_node *n) {
     return -1;
 }
 
-void mica_tape_backward(mica_tag *loss, const char *name, int line) {
+mica_node *mica_tape_loss(mica_tag *loss, const char *name, int line) {
     if (tape.open) mica_trapf(line, "Backward(%s) inside its tape window; call it after 'end'", name);
     if (loss->epoch != tape.epoch || loss->node == NULL)
         mica_trapf(line, "Backward(%s): the last tape window did not compute '%s'", name, name);
     if (tape.backward_epoch == tape.epoch)
         mica_trapf(line, "Backward(%s): this window's gradients were already computed", name);
     tape.backward_epoch = tape.epoch;
-    mica_node *root = loss->node;
-    if (root->dtype == MICA_F64)
-        *(double *)mica_node_grad(root) = 1.0;
-    else
-        *(float *)mica_node_grad(root) = 1.0f;
+    return loss->node;
+}
+
+void mica_tape_walk(mica_node *root) {
     for (int64_t i = position(root); i >= 0; i--) {
         mica_node *n = tape.nodes[i];
         if (n->grad != NULL && n->backward != NULL) n->backward(n);
     }
 }
 
-void mica_tape_gradient(void *out, mica_tag *tag, int dtype, int64_t count, const char *name, int line) {
+void mica_tape_backward(mica_tag *loss, const char *name, int line) {
+    mica_node *root = mica_tape_loss(loss, name, line);
+    if (root->dtype == MICA_F64)
+        *(double *)mica_node_grad(root) = 1.0;
+    else
+        *(float *)mica_node_grad(root) = 1.0f;
+    mica_tape_walk(root);
+}
+
+mica_node *mica_tape_gradient_node(mica_tag *tag, const char *name, int line) {
     if (tape.open || tape.backward_epoch != tape.epoch || tape.epoch == 0)
         mica_trapf(line, "Gradient(%s) before Backward of the last tape window", name);
+    if (tag->read_epoch == tape.epoch && tag->read != NULL && tag->read->grad != NULL) return tag->read;
+    return NULL; /* the window never read the place, or no path led back to it */
+}
+
+void mica_tape_gradient(void *out, mica_tag *tag, int dtype, int64_t count, const char *name, int line) {
+    mica_node *read = mica_tape_gradient_node(tag, name, line);
     size_t bytes = (size_t)count * mica_dtype_size(dtype);
-    if (tag->read_epoch == tape.epoch && tag->read != NULL && tag->read->grad != NULL)
-        memcpy(out, tag->read->grad, bytes);
+    if (read != NULL)
+        memcpy(out, read->grad, bytes);
     else
-        memset(out, 0, bytes); /* the window never read the place, or no path led back to it */
+        memset(out, 0, bytes);
 }

@@ -34,6 +34,8 @@ struct mica_node {
     void *grad; /* zeroed on first use, during Backward */
     mica_node *in[3];
     bool needs_grad;
+    bool on_device;    /* value and grad are device addresses (mica_gpu_tape.c) */
+    int line;          /* where a device node's kernels report their faults */
     double param;      /* a scalar the backward needs (a scale, an epsilon) */
     int64_t extent[4]; /* extents the backward needs */
     void *saved;       /* what the forward keeps for the backward */
@@ -59,6 +61,12 @@ size_t mica_dtype_size(int dtype);
 mica_node *mica_node_new(int dtype, int rank, const int64_t *dims, const char *op, mica_backward_fn backward,
                          mica_node *a, mica_node *b, mica_node *c);
 void *mica_node_grad(mica_node *n); /* the gradient buffer, zeroed on first use */
+/* A node whose value the device tape stores (value and grad become device addresses). */
+mica_node *mica_node_new_on_device(int dtype, int rank, const int64_t *dims, const char *op, mica_backward_fn backward,
+                                   mica_node *a, mica_node *b, mica_node *c);
+bool mica_tape_current(const mica_tag *tag);      /* the tag names a node of this window */
+void mica_tape_enroll(mica_tag *tag, mica_node *n); /* the place's value now comes from n */
+void mica_tape_note_read(mica_tag *tag);          /* the first read is the one Gradient answers for */
 
 /* Reading a tracked place enrolls it as a leaf the first time a window reads it. */
 mica_node *mica_tape_read(mica_tag *tag, int dtype, const void *value, int rank, const int64_t *dims);
@@ -74,5 +82,13 @@ void mica_tag_adopt(mica_tag *tag);
 
 void mica_tape_backward(mica_tag *loss, const char *name, int line);
 void mica_tape_gradient(void *out, mica_tag *tag, int dtype, int64_t count, const char *name, int line);
+
+/* The pieces the device tape (mica_gpu_tape.c) shares with the host tape. */
+mica_node *mica_tape_loss(mica_tag *loss, const char *name, int line); /* checked, marked walked */
+void mica_tape_walk(mica_node *root);                                    /* its backward, from root down */
+mica_node *mica_tape_gradient_node(mica_tag *tag, const char *name, int line); /* NULL: zeros */
+/* Set by the device tape when a program records on the GPU; CPU programs leave them NULL. */
+extern void (*mica_tape_device_reset)(void);
+extern void *(*mica_tape_device_zeros)(int64_t bytes, int line);
 
 #endif /* MICA_TAPE_H */

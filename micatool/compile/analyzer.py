@@ -764,6 +764,11 @@ class Analyzer:
         if op in ("=", "<>", "<", "<=", ">", ">=", "and", "or") and (residency.on_gpu(lt) or residency.on_gpu(rt)):
             return self.error(e, 7010, f"'{op}' decides on the host; bring the GPU value there first with ToHost")
         lp, rp = plain(lt), plain(rt)
+        device_scalar_with_tensor = any(isinstance(x, Tensor) and x.rank == 0 for x in (lp, rp)) and \
+            any(isinstance(x, Tensor) and x.rank > 0 for x in (lp, rp))
+        if device_scalar_with_tensor and (is_tracked(lt) or is_tracked(rt)):
+            return self.error(e, 7011, f"a tracked GPU scalar and a GPU tensor do not record '{op}' on the GPU's tape "
+                                       "yet; scale by a host number instead")
         if isinstance(lp, Tensor) and lp.rank == 0 and isinstance(rp, Tensor) and rp.rank > 0:
             lp = lp.element  # a device scalar scales a device tensor
         if isinstance(rp, Tensor) and rp.rank == 0 and isinstance(lp, Tensor) and lp.rank > 0:

@@ -119,11 +119,14 @@ class CTypes:
         element = self.name(t.element)
         if t.is_dynamic:
             name = f"{element}__dynarr"
-            self.definitions.append(f"typedef struct {{ int64_t len; {element} *e; }} {name};")
+            definition = f"typedef struct {{ int64_t len; {element} *e; }} {name};"
         else:
             low = str(t.low).replace("-", "m")
             name = f"{element}__arr_{low}_{t.high}"
-            self.definitions.append(f"typedef struct {{ {element} e[{t.length}]; }} {name};")
+            definition = f"typedef struct {{ {element} e[{t.length}]; }} {name};"
+        if definition in self.definitions:
+            return name  # arrays of device tensors of different shapes share their C type
+        self.definitions.append(definition)
         if needs_drop(t):
             self.helpers.append(_array_helpers(name, element, t, self))
         return name
@@ -140,21 +143,32 @@ class CTypes:
     def define_tracked(self, t: Tracked) -> str:
         inner = self.name(t.inner)
         name = f"{inner}_tracked" if isinstance(t.inner, Tensor) else f"mica_tracked_{SUFFIX[t.inner]}"
-        if any(d.endswith(f" {name};") for d in self.definitions):
+        definition = f"typedef struct {{ {inner} v; mica_tag tag; }} {name};"
+        if definition in self.definitions:
             return name  # every tracked device tensor shares mica_dev_tracked
-        self.definitions.append(f"typedef struct {{ {inner} v; mica_tag tag; }} {name};")
+        self.definitions.append(definition)
+        if needs_drop(t):  # a tracked device value: its storage is in .v
+            self.helpers.append(f"""static void {name}__drop({name} *a) {{
+    mica_dev_drop(&a->v);
+}}
+static {name} {name}__copy({name} a) {{
+    {name} out = a;
+    out.v = mica_dev_copy(a.v);
+    return out;
+}}
+{_assign_move(name)}""")
         return name
 
     # ---- value semantics of types that own heap storage
 
     def helper(self, t: Type, op: str) -> str:
         """The C function doing op (drop, copy, assign, move) for values of type t."""
-        if isinstance(t, Tracked):
-            return self.helper(t.inner, op)
         if t == STRING:
             return f"mica_str_{op}"
         if isinstance(t, Tensor) and t.on_gpu:
             return f"mica_dev_{op}"
+        if isinstance(t, Tracked) and not isinstance(t.inner, Tensor | Scalar):
+            return self.helper(t.inner, op)
         if isinstance(t, Tensor):
             return f"mica_dyn_{op}_{SUFFIX[t.element]}"
         return f"{self.name(t)}__{op}"

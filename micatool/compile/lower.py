@@ -27,10 +27,10 @@ from .analyzer import Analysis
 from .ctypes import CTypes, c_name
 from .cvalue import CValue
 from .lower_expr import ExprLowering, balanced, passed_by_pointer
-from .lower_device import DeviceLowering
+from .lower_device import DeviceLowering, device_type
 from .lower_tape import TapeLowering
 from .symbols import RoutineSymbol, VarSymbol
-from .types import INTEGER_RANGES, Array, Record, Scalar, Tensor, Tracked, Type, needs_drop, plain, substitute
+from .types import INTEGER_RANGES, Scalar, Tensor, Tracked, Type, needs_drop, plain, substitute
 
 _templates = jinja2.Environment(
     loader=jinja2.FunctionLoader(lambda name: resources.files(__package__).joinpath("templates", name).read_text()),
@@ -149,6 +149,7 @@ class FunctionLowering(ExprLowering, TapeLowering, DeviceLowering):
         self.window_here = False  # inside a window this function opened
         self.copied_params: set[VarSymbol] = set()
         self.discarded: ast.Call | None = None
+        self.line_now = routine.decl.pos.line if routine else 0
 
     # ============================================================ output
 
@@ -308,6 +309,7 @@ class FunctionLowering(ExprLowering, TapeLowering, DeviceLowering):
             self.stmt(s)
 
     def stmt(self, s: ast.Stmt) -> None:
+        self.line_now = s.pos.line  # where device operations that name no line of their own report faults
         getattr(self, "stmt_" + type(s).__name__)(s)
 
     def stmt_Empty(self, s):
@@ -329,6 +331,10 @@ class FunctionLowering(ExprLowering, TapeLowering, DeviceLowering):
     def store(self, target: CValue, value: CValue, line: int) -> None:
         """target := value, with conversion, copy or move, and re-adoption of tracked places."""
         t = self.concrete(target.type)
+        if isinstance(t, Tracked) and device_type(t):  # the place gets its own copy of the storage
+            self.device_store(CValue(f"{target.text}.v", t.inner, lvalue=True), self.untracked(value), line)
+            self.line(f"mica_tag_adopt(&{target.text}.tag);")
+            return
         if isinstance(t, Tracked):
             self.line(f"{target.text}.v = {self.convert(value, t.inner, line).text};")
             self.line(f"mica_tag_adopt(&{target.text}.tag);")

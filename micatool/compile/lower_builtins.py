@@ -9,7 +9,7 @@ from __future__ import annotations
 from . import ast
 from .ctypes import SUFFIX
 from .cvalue import CValue, dtype_of
-from .types import BOOLEAN, FLOAT64, INTEGER, STRING, Array, Scalar, Tensor, Tracked, Type, plain
+from .types import BOOLEAN, FLOAT64, INTEGER, STRING, Array, Scalar, Tracked, Type, plain
 
 LOWERERS = {}
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from . import ast
 from .ctypes import SUFFIX
-from .cvalue import CValue
-from .types import Scalar, Tensor, Type, plain
+from .cvalue import CValue, dtype_of
+from .types import Scalar, Tensor, Type, element_of, plain
 
 SIGNATURE = {"ptr": "p", "int": "i", "flag": "u"}
 VARARG_TYPE = {"p": "uint64_t", "i": "int64_t", "u": "int", "f": "double", "d": "double"}
@@ -24,18 +24,13 @@ def device_type(t: Type) -> bool:
     return isinstance(p, Tensor) and p.on_gpu
 
 
-def element(t: Type) -> Scalar:
-    p = plain(t)
-    return p if isinstance(p, Scalar) else p.element
-
-
 def count(t: Type) -> int:
     p = plain(t)
     return p.count if isinstance(p, Tensor) else 1
 
 
 def byte_size(t: Type) -> int:
-    return count(t) * (8 if element(t).name in ("float64", "integer") else 4)
+    return count(t) * (8 if element_of(t).name in ("float64", "integer") else 4)
 
 
 class DeviceLowering:
@@ -63,6 +58,7 @@ class DeviceLowering:
 
     def device_temp(self, t: Type, line: int) -> CValue:
         """A fresh device value of type t, its storage reserved (and zeroed)."""
+        t = plain(t)
         name = self.declare(t)
         self.line(f"mica_dev_reserve(&{name}, {byte_size(t)}, {line});")
         return CValue(name, t, owned=True, lvalue=True)
@@ -75,18 +71,18 @@ class DeviceLowering:
     # ============================================================ crossings
 
     def to_device(self, call: ast.Call) -> CValue:
-        t = self.concrete(call.ty)
+        t = plain(self.concrete(call.ty))
         host = self.untracked(self.value(call.args[0]))
         out = self.declare(t)
         data = f"&{self.materialize(host).text}" if isinstance(plain(host.type), Scalar) else self.data(host)
-        if isinstance(plain(host.type), Scalar) and plain(host.type) != element(t):
-            data = f"&{self.materialize(self.convert(host, element(t), call.pos.line)).text}"
+        if isinstance(plain(host.type), Scalar) and plain(host.type) != element_of(t):
+            data = f"&{self.materialize(self.convert(host, element_of(t), call.pos.line)).text}"
         self.line(f"mica_dev_upload(&{out}, {data}, {byte_size(t)}, {call.pos.line});")
         return CValue(out, t, owned=True, lvalue=True)
 
     def to_host(self, call: ast.Call) -> CValue:
-        t = self.concrete(call.ty)
-        device = self.value(call.args[0])
+        t = plain(self.concrete(call.ty))
+        device = self.untracked(self.value(call.args[0]))
         out = self.declare_uninitialized(t)
         target = f"&{out}" if isinstance(plain(t), Scalar) else f"{out}.e"
         self.line(f"mica_dev_download({target}, {self.materialize(self.borrow(device)).text}, {byte_size(t)}, "
@@ -162,10 +158,10 @@ class DeviceLowering:
         return handler(call)
 
     def device_elementwise(self, call: ast.Call) -> CValue:
-        t = self.concrete(call.ty)
+        t = plain(self.concrete(call.ty))
         x = self.untracked(self.value(call.args[0]))
         out = self.device_temp(t, call.pos.line)
-        kernel = f"mica_each_{call.callee.ident.lower()}_{SUFFIX[element(t)]}"
+        kernel = f"mica_each_{call.callee.ident.lower()}_{SUFFIX[element_of(t)]}"
         self.launch(kernel, call.pos.line, out=f"{out.text}.ptr", x=self.device_data(x, call.pos.line), n=count(t))
         return out
 
@@ -173,12 +169,12 @@ class DeviceLowering:
     device_gelu = device_silu = device_sigmoid = device_abs = device_elementwise
 
     def device_reduce(self, call: ast.Call) -> CValue:
-        t = self.concrete(call.ty)
+        t = plain(self.concrete(call.ty))
         x = self.untracked(self.value(call.args[0]))
         out = self.device_temp(t, call.pos.line)
         name = call.callee.ident.lower()
         extra = {"where": 0} if name == "max" else {}  # Max's position matters only to its backward
-        self.launch(f"mica_{name}_{SUFFIX[element(t)]}", call.pos.line, out=f"{out.text}.ptr",
+        self.launch(f"mica_{name}_{SUFFIX[element_of(t)]}", call.pos.line, out=f"{out.text}.ptr",
                     x=self.device_data(x, call.pos.line), n=count(x.type), **extra)
         return out
 
@@ -232,13 +228,85 @@ class DeviceLowering:
     def device_conversion(self, call: ast.Call, target: Type) -> CValue:
         t = plain(self.concrete(call.ty))
         x = self.untracked(self.value(call.args[0]))
-        source = element(x.type)
+        source = element_of(x.type)
         if source == t.element:
             return x
         out = self.device_temp(t, call.pos.line)
         self.launch(f"mica_convert_{SUFFIX[t.element]}_{SUFFIX[source]}", call.pos.line, out=f"{out.text}.ptr",
                     a=self.device_data(x, call.pos.line), n=count(t))
         return out
+
+    def device_sumrows(self, call: ast.Call) -> CValue:
+        t = plain(self.concrete(call.ty))
+        x = self.untracked(self.value(call.args[0]))
+        out = self.device_temp(t, call.pos.line)
+        cols = t.shape[0]
+        self.launch(f"mica_sum_rows_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
+                    x=self.device_data(x, call.pos.line), rows=count(x.type) // cols, cols=cols)
+        return out
+
+    def device_dot(self, call: ast.Call) -> CValue:
+        t = plain(self.concrete(call.ty))
+        a, b = (self.untracked(self.value(x)) for x in call.args)
+        out = self.device_temp(t, call.pos.line)
+        self.launch(f"mica_dot_{SUFFIX[element_of(t)]}", call.pos.line, out=f"{out.text}.ptr",
+                    a=self.device_data(a, call.pos.line), b=self.device_data(b, call.pos.line), n=count(a.type))
+        return out
+
+    def device_outer(self, call: ast.Call) -> CValue:
+        t = plain(self.concrete(call.ty))
+        a, b = (self.untracked(self.value(x)) for x in call.args)
+        out = self.device_temp(t, call.pos.line)
+        self.launch(f"mica_outer_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
+                    a=self.device_data(a, call.pos.line), b=self.device_data(b, call.pos.line), m=t.shape[0], n=t.shape[1])
+        return out
+
+    def device_crossentropy(self, call: ast.Call) -> CValue:
+        t = plain(self.concrete(call.ty))
+        logits, targets = (self.untracked(self.value(x)) for x in call.args)
+        cols = plain(logits.type).shape[-1]
+        rows = count(logits.type) // cols
+        self.lowering.kernels.update({f"mica_cross_entropy_rows_{SUFFIX[element_of(t)]}", f"mica_mean_{SUFFIX[element_of(t)]}"})
+        out = self.declare(t)
+        self.line(f"mica_gpu_cross_entropy(&{out}, {dtype_of(t)}, {self.materialize(self.borrow(logits)).text}, "
+                  f"{self.materialize(self.borrow(targets)).text}, {rows}, {cols}, {call.pos.line});")
+        return CValue(out, t, owned=True, lvalue=True)
+
+    def device_gather(self, call: ast.Call) -> CValue:
+        t = plain(self.concrete(call.ty))
+        table, ids = (self.untracked(self.value(x)) for x in call.args)
+        rows, cols = plain(table.type).shape
+        self.lowering.kernels.add(f"mica_gather_{SUFFIX[t.element]}")
+        out = self.declare(t)
+        self.line(f"mica_gpu_gather(&{out}, {dtype_of(t)}, {self.materialize(self.borrow(table)).text}, "
+                  f"{self.materialize(self.borrow(ids)).text}, {count(ids.type)}, {rows}, {cols}, {call.pos.line});")
+        return CValue(out, t, owned=True, lvalue=True)
+
+    def device_conv2d(self, call: ast.Call) -> CValue:
+        t = plain(self.concrete(call.ty))
+        x, k = (self.untracked(self.value(a)) for a in call.args)
+        xt, kt = plain(x.type), plain(k.type)
+        out = self.device_temp(t, call.pos.line)
+        self.launch(f"mica_conv2d_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
+                    x=self.device_data(x, call.pos.line), k=self.device_data(k, call.pos.line),
+                    batch=xt.shape[0] if xt.rank == 4 else 1, cin=xt.shape[-3], h=xt.shape[-2], w=xt.shape[-1],
+                    cout=kt.shape[0], kh=kt.shape[2], kw=kt.shape[3])
+        return out
+
+    def device_pool(self, call: ast.Call) -> CValue:
+        t = plain(self.concrete(call.ty))
+        x = self.untracked(self.value(call.args[0]))
+        xt = plain(x.type)
+        h, w = xt.shape[-2:]
+        out = self.device_temp(t, call.pos.line)
+        name = call.callee.ident.lower()
+        extra = {"where": 0} if name == "maxpool2d" else {}
+        self.launch(f"mica_{name}_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
+                    x=self.device_data(x, call.pos.line), planes=xt.count // (h * w), h=h, w=w,
+                    size=call.args[1].folded, **extra)
+        return out
+
+    device_maxpool2d = device_avgpool2d = device_pool
 
     def device_store(self, target: CValue, value: CValue, line: int) -> None:
         if value.owned:

@@ -290,10 +290,10 @@ class ExprLowering:
 
     def expr_Unary(self, e: ast.Unary, expected) -> CValue:
         t = self.concrete(e.ty)
-        if uses_device(e):
-            return self.device_unary(e)
         if self.in_window and isinstance(t, Tracked):
             return self.record_unary(e)
+        if uses_device(e):
+            return self.device_unary(e)
         operand = self.untracked(self.value(e.operand))
         p = plain(t)
         if e.op == "not":
@@ -316,10 +316,10 @@ class ExprLowering:
 
     def expr_Binary(self, e: ast.Binary, expected) -> CValue:
         t = self.concrete(e.ty)
-        if uses_device(e):
-            return self.device_binary(e)
         if self.in_window and isinstance(t, Tracked):
             return self.record_binary(e)
+        if uses_device(e):
+            return self.device_binary(e)
         op = e.op
         if op in ("and", "or"):
             return self.logical(e)
@@ -458,11 +458,12 @@ class ExprLowering:
         target = e.target
         if isinstance(target, RoutineSymbol):
             return self.routine_call(e, target)
+        records = self.in_window and isinstance(self.concrete(e.ty), Tracked)
         if isinstance(target, TypeSymbol):
-            if uses_device(e):
+            if uses_device(e) and not records:
                 return self.device_conversion(e, target.type)
             return lower_conversion(self, e, target.type)
-        if uses_device(e) and e.callee.ident not in DEVICE_AWARE:
+        if uses_device(e) and not records and e.callee.ident not in DEVICE_AWARE:
             return self.device_call(e)
         name = e.callee.ident
         if name not in LOWERERS:

@@ -6,6 +6,10 @@ tracked place enrolls it (mica_tape_read), a plain operand becomes a constant
 node, and each operation calls its mica_t_ node function. Assigning a node to
 a tracked place stores its value and remembers the node (mica_tape_write).
 Outside windows tracked places are plain values beside their tags.
+
+Tracked values on the GPU record on the device tape instead (mica_gt_*,
+runtime_c/mica_gpu_tape.c): the same operations, whose nodes hold device
+buffers and launch the kernels listed in DEVICE_KERNELS, forward and backward.
 """
 
 from __future__ import annotations
@@ -13,8 +17,31 @@ from __future__ import annotations
 from . import ast
 from .ctypes import SUFFIX
 from .cvalue import CValue, dims_literal, dtype_of
+from ..diagnostics import InternalError
+from .lower_device import device_type
 from .symbols import VarSymbol
 from .types import Scalar, Tensor, Tracked, Type, plain
+
+# The kernels each device-tape operation launches, forward and backward (ptx/).
+DEVICE_KERNELS = {
+    "add": ["mica_add", "mica_accumulate"], "sub": ["mica_sub", "mica_accumulate", "mica_deduct"],
+    "mul": ["mica_mul", "mica_mul_back"], "div": ["mica_div", "mica_div_back_a", "mica_div_back_b"],
+    "add_rows": ["mica_add_rows", "mica_accumulate", "mica_sum_rows"],
+    "sub_rows": ["mica_sub_rows", "mica_accumulate", "mica_deduct", "mica_sum_rows"],
+    "scale": ["mica_scale", "mica_scale_back"], "divide": ["mica_divide", "mica_divide_back"],
+    "shift": ["mica_shift", "mica_accumulate"], "neg": ["mica_neg", "mica_deduct"],
+    "matmul": ["mica_gemm"], "bmm": ["mica_gemm"], "transpose": ["mica_transpose", "mica_transpose_back"],
+    "sum": ["mica_sum", "mica_sum_back"], "mean": ["mica_mean", "mica_mean_back"], "max": ["mica_max", "mica_max_back"],
+    "sum_rows": ["mica_sum_rows", "mica_sum_rows_back"], "softmax": ["mica_softmax_rows", "mica_softmax_back_rows"],
+    "causal_mask": ["mica_causal_mask", "mica_causal_mask_back"],
+    "layernorm": ["mica_layernorm_rows", "mica_layernorm_params_back", "mica_layernorm_back_rows"],
+    "rmsnorm": ["mica_rmsnorm_rows", "mica_rmsnorm_gain_back", "mica_rmsnorm_back_rows"],
+    "cross_entropy": ["mica_cross_entropy_rows", "mica_mean", "mica_cross_entropy_back_rows"],
+    "gather": ["mica_gather", "mica_gather_back"],
+}
+EACH = ("tanh", "exp", "log", "sqrt", "relu", "gelu", "silu", "sigmoid", "abs")
+for _name in EACH:
+    DEVICE_KERNELS[_name] = [f"mica_each_{_name}", f"mica_{_name}_back"]
 
 
 class TapeLowering:
@@ -50,6 +77,21 @@ class TapeLowering:
         self.declared = True
         return name
 
+    def record(self, op: str, t: Type, args: list, line: int | None = None) -> str:
+        """A node recording op with result type t: on the host tape mica_t_OP_S(args),
+        on the device tape mica_gt_OP(args, line) and the kernels it launches."""
+        args = ", ".join(str(a) for a in args)
+        if not device_type(t):
+            return self.new_node(f"mica_t_{op}_{self.suffix(t)}({args})")
+        if op not in DEVICE_KERNELS:
+            raise InternalError(f"'{op}' has no kernels on the device tape")
+        s = self.suffix(t)
+        self.lowering.kernels.update(f"{k}_{s}" for k in DEVICE_KERNELS[op])
+        line = line or self.line_now
+        if op in EACH:
+            return self.new_node(f'mica_gt_each("mica_each_{op}", "mica_{op}_back", {args}, {line})')
+        return self.new_node(f"mica_gt_{op}({args}, {line})")
+
     def node(self, e: ast.Expr, dtype: str | None = None) -> str:
         """e as a node (a tracked place read, a recorded result, or a constant)."""
         return self.as_node(self.value(e), dtype)
@@ -62,21 +104,33 @@ class TapeLowering:
         else:
             text = self.const_node(v, dtype or dtype_of(v.type))
         wanted = dtype or dtype_of(v.type)
-        if wanted != dtype_of(v.type):
+        if wanted != dtype_of(v.type) and device_type(v.type):
+            self.lowering.kernels.update(["mica_convert_f32_f64", "mica_convert_f64_f32", f"mica_accumulate_{self.suffix(v.type)}"])
+            text = self.new_node(f"mica_gt_convert({text}, {wanted}, {self.line_now})")
+        elif wanted != dtype_of(v.type):
             text = self.new_node(f"mica_t_convert({text}, {wanted})")
         return text
 
     def read_node(self, place: CValue) -> str:
         t = plain(place.type)
         rank, dims = dims_literal(t)
+        if device_type(t):
+            return self.new_node(f"mica_gt_read(&{place.text}.tag, {dtype_of(t)}, &{place.text}.v, {rank}, {dims}, "
+                                 f"{self.line_now})")
         data = f"{place.text}.v.e" if isinstance(t, Tensor) else f"&{place.text}.v"
         return self.new_node(f"mica_tape_read(&{place.text}.tag, {dtype_of(t)}, {data}, {rank}, {dims})")
 
-    def const_node(self, v: CValue, dtype: str) -> str:
+    def const_node(self, v: CValue, dtype: str, device: bool = False) -> str:
+        """A plain operand as a node; a host scalar beside device values goes to the device."""
         t = plain(v.type)
         if isinstance(t, Scalar):
-            return self.new_node(f"mica_tape_scalar({dtype}, (double)({v.text}))")
+            where = f"mica_gt_scalar({dtype}, (double)({v.text}), {self.line_now})" if device else \
+                f"mica_tape_scalar({dtype}, (double)({v.text}))"
+            return self.new_node(where)
         rank, dims = dims_literal(t)
+        if device_type(t):
+            return self.new_node(f"mica_gt_const({dtype}, {self.materialize(self.borrow(v)).text}, {rank}, {dims}, "
+                                 f"{self.line_now})")
         return self.new_node(f"mica_tape_const({dtype}, {self.data(v)}, {rank}, {dims})")
 
     def node_value(self, text: str, t: Type) -> CValue:
@@ -85,6 +139,10 @@ class TapeLowering:
     def untracked_node(self, v: CValue) -> CValue:
         """The plain value a node holds."""
         t = plain(v.type)
+        if device_type(t):
+            out = self.declare(t)
+            self.line(f"mica_gt_value(&{out}, {v.text}, {self.line_now});")
+            return CValue(out, t, owned=True, lvalue=True)
         if isinstance(t, Scalar):
             return CValue(f"(({self.types.name(t)} *){v.text}->value)[0]", t)
         out = self.declare_uninitialized(t)
@@ -105,6 +163,9 @@ class TapeLowering:
             return
         node = self.node(s.value, dtype_of(target_type))
         place = self.place(s.target)
+        if device_type(target_type):
+            self.line(f"mica_gt_write(&{place.text}.tag, &{place.text}.v, {node}, {s.pos.line});")
+            return
         data = f"{place.text}.v.e" if isinstance(plain(target_type), Tensor) else f"&{place.text}.v"
         self.line(f"mica_tape_write(&{place.text}.tag, {data}, {node});")
 
@@ -119,62 +180,57 @@ class TapeLowering:
         operand = self.node(e.operand, dtype_of(t))
         if e.op == "+":
             return self.node_value(operand, t)
-        return self.node_value(self.new_node(f"mica_t_neg_{self.suffix(t)}({operand})"), t)
+        return self.node_value(self.record("neg", t, [operand], e.pos.line), t)
 
     def record_binary(self, e: ast.Binary) -> CValue:
         t = self.concrete(e.ty)
-        s = self.suffix(t)
-        dtype = dtype_of(t)
+        dtype, line, device = dtype_of(t), e.pos.line, device_type(t)
         lt, rt = plain(self.concrete(e.left.ty)), plain(self.concrete(e.right.ty))
         left_tracked = isinstance(self.concrete(e.left.ty), Tracked)
         right_tracked = isinstance(self.concrete(e.right.ty), Tracked)
         op = e.op
-        if isinstance(lt, Tensor) and isinstance(rt, Tensor):
+        if isinstance(lt, Tensor) and isinstance(rt, Tensor) and lt.rank and rt.rank:
             return self.node_value(self.record_tensor_pair(op, e, lt, rt, t), t)
-        if isinstance(lt, Scalar) and isinstance(rt, Scalar) and left_tracked and right_tracked:
+        if _scalar_like(lt) and _scalar_like(rt) and left_tracked and right_tracked:
             kernel = {"+": "add", "-": "sub", "*": "mul", "/": "div"}[op]
-            a, b = self.node(e.left, dtype), self.node(e.right, dtype)
-            return self.node_value(self.new_node(f"mica_t_{kernel}_{s}({a}, {b})"), t)
+            return self.node_value(self.record(kernel, t, [self.node(e.left, dtype), self.node(e.right, dtype)], line), t)
         # one side is a scalar; the other is the tracked value, or a tensor it scales
-        tensor_left = isinstance(lt, Tensor) or (isinstance(rt, Scalar) and left_tracked)
+        tensor_left = (isinstance(lt, Tensor) and lt.rank > 0) or (_scalar_like(rt) and left_tracked)
         main, other = (e.left, e.right) if tensor_left else (e.right, e.left)
         other_tracked = right_tracked if tensor_left else left_tracked
         a = self.node(main, dtype)
-        if other_tracked:  # a tensor with a tracked scalar
+        if other_tracked:  # a tensor with a tracked scalar (host tape only: the analyzer says so)
             k = self.node(other, dtype)
             if op == "-" and not tensor_left:
-                a = self.new_node(f"mica_t_neg_{s}({a})")
+                a = self.record("neg", t, [a], line)
             kernel = {"*": "scale_by", "/": "divide_by", "+": "shift_by", "-": "shift_by"}[op]
             if op == "-" and tensor_left:
-                k = self.new_node(f"mica_t_neg_{s}({k})")
-            return self.node_value(self.new_node(f"mica_t_{kernel}_{s}({a}, {k})"), t)
-        k = self.convert(self.value(other), plain(t) if isinstance(plain(t), Scalar) else plain(t).element, e.pos.line).text
+                k = self.record("neg", t, [k], line)
+            return self.node_value(self.record(kernel, t, [a, k], line), t)
+        element = plain(t) if isinstance(plain(t), Scalar) else plain(t).element
+        k = self.convert(self.value(other), element, line).text
         if op == "*":
-            return self.node_value(self.new_node(f"mica_t_scale_{s}({a}, {k})"), t)
+            return self.node_value(self.record("scale", t, [a, k], line), t)
         if op == "+":
-            return self.node_value(self.new_node(f"mica_t_shift_{s}({a}, {k})"), t)
+            return self.node_value(self.record("shift", t, [a, k], line), t)
         if op == "-" and tensor_left:
-            return self.node_value(self.new_node(f"mica_t_shift_{s}({a}, -({k}))"), t)
+            return self.node_value(self.record("shift", t, [a, f"-({k})"], line), t)
         if op == "-":
-            negated = self.new_node(f"mica_t_neg_{s}({a})")
-            return self.node_value(self.new_node(f"mica_t_shift_{s}({negated}, {k})"), t)
+            return self.node_value(self.record("shift", t, [self.record("neg", t, [a], line), k], line), t)
         if tensor_left:
-            return self.node_value(self.new_node(f"mica_t_divide_{s}({a}, {k})"), t)
-        numerator = self.new_node(f"mica_tape_scalar({dtype}, (double)({k}))")
-        return self.node_value(self.new_node(f"mica_t_div_{s}({numerator}, {a})"), t)
+            return self.node_value(self.record("divide", t, [a, k], line), t)
+        numerator = self.const_node(CValue(k, element), dtype, device)
+        return self.node_value(self.record("div", t, [numerator, a], line), t)
 
     def record_tensor_pair(self, op: str, e: ast.Binary, lt: Tensor, rt: Tensor, t: Type) -> str:
-        s = self.suffix(t)
         a, b = self.node(e.left), self.node(e.right)
         if op == "*":
-            return self.new_node(self.product_node(s, a, b, lt, rt, plain(t)))
+            return self.product_node(a, b, lt, rt, t, e.pos.line)
         kernel = "add" if op == "+" else "sub"
-        if lt.shape == rt.shape:
-            return self.new_node(f"mica_t_{kernel}_{s}({a}, {b})")
-        return self.new_node(f"mica_t_{kernel}_rows_{s}({a}, {b})")
+        return self.record(kernel if lt.shape == rt.shape else kernel + "_rows", t, [a, b], e.pos.line)
 
-    def product_node(self, s: str, a: str, b: str, lt: Tensor, rt: Tensor, out: Tensor) -> str:
-        rank, dims = dims_literal(out)
+    def product_node(self, a: str, b: str, lt: Tensor, rt: Tensor, t: Type, line: int) -> str:
+        rank, dims = dims_literal(t)
         if lt.rank == 1:
             m, k, n = 1, rt.shape[0], rt.shape[1]
         elif rt.rank <= 2:
@@ -183,8 +239,8 @@ class TapeLowering:
         else:
             k = lt.shape[-1]
             batch = lt.count // (lt.shape[-2] * k)
-            return f"mica_t_bmm_{s}({a}, {b}, {batch}, {lt.shape[-2]}, {k}, {rt.shape[-1]}, {rank}, {dims})"
-        return f"mica_t_matmul_{s}({a}, {b}, {m}, {k}, {n}, {rank}, {dims})"
+            return self.record("bmm", t, [a, b, batch, lt.shape[-2], k, rt.shape[-1], rank, dims], line)
+        return self.record("matmul", t, [a, b, m, k, n, rank, dims], line)
 
     def record_part(self, base: CValue, t: Tensor, offset: str, part: Type) -> CValue:
         """h[i] of a tracked tensor inside a window: a recorded selection of that block."""
@@ -198,18 +254,28 @@ class TapeLowering:
     def backward(self, call: ast.Call) -> CValue:
         place = self.place(call.args[0])
         name = _place_name(call.args[0])
-        self.line(f'mica_tape_backward(&{place.text}.tag, "{name}", {call.pos.line});')
+        tape = "mica_gt_backward" if device_type(place.type) else "mica_tape_backward"
+        self.line(f'{tape}(&{place.text}.tag, "{name}", {call.pos.line});')
         return CValue("", plain(place.type))
 
     def gradient(self, call: ast.Call) -> CValue:
         place = self.place(call.args[0])
         t = plain(place.type)
+        name = _place_name(call.args[0])
+        if device_type(t):
+            out = self.declare(t)
+            self.line(f'mica_gt_gradient(&{out}, &{place.text}.tag, {dtype_of(t)}, {t.count}, "{name}", {call.pos.line});')
+            return CValue(out, t, owned=True, lvalue=True)
         out = self.declare_uninitialized(t)
         data = f"{out}.e" if isinstance(t, Tensor) else f"&{out}"
         count = t.count if isinstance(t, Tensor) else 1
-        name = _place_name(call.args[0])
         self.line(f'mica_tape_gradient({data}, &{place.text}.tag, {dtype_of(t)}, {count}, "{name}", {call.pos.line});')
         return CValue(out, t, lvalue=True)
+
+
+def _scalar_like(t: Type) -> bool:
+    """A scalar, or a rank-0 device tensor (a device scalar)."""
+    return isinstance(t, Scalar) or (isinstance(t, Tensor) and t.rank == 0)
 
 
 def _place_name(e: ast.Expr) -> str:

@@ -9,10 +9,11 @@ expressions: numbers for static shapes, `.rows`/`.cols` for dynamic ones.
 from __future__ import annotations
 
 from . import ast
-from .ctypes import SUFFIX
+from .ctypes import SUFFIX, c_name
 from .cvalue import CValue, dims_literal, dtype_of
 from .lower_builtins import LOWERERS, NOTHING, lowerer
-from .types import FLOAT64, Scalar, Tensor, Tracked, Type, plain
+from .lower_device import device_type
+from .types import FLOAT64, Record, Scalar, Tensor, Tracked, Type, element_of, plain
 from .vocabulary import ELEMENTWISE
 
 
@@ -75,9 +76,9 @@ def lower_elementwise(f, call: ast.Call) -> CValue:
     name = call.callee.ident
     kernel = name.lower()
     t = plain(f.concrete(call.ty))
-    s = SUFFIX[t if isinstance(t, Scalar) else t.element]
+    s = SUFFIX[element_of(t)]
     if records(f, call):
-        return node_result(f, call, f"mica_t_{kernel}_{s}({f.node(call.args[0], dtype_of(t))})")
+        return node_result(f, call, f.record(kernel, f.concrete(call.ty), [f.node(call.args[0], dtype_of(t))], call.pos.line))
     if isinstance(t, Scalar):
         x = plain_arg(f, call.args[0], t)
         return CValue(f"{SCALAR_FUNCTIONS[name]}_{s}({x.text})", t)
@@ -99,9 +100,9 @@ LOWERERS["Abs:tensor"] = lower_elementwise
 def lower_reduce(f, call: ast.Call) -> CValue:
     kernel = call.callee.ident.lower()
     t = plain(f.concrete(call.ty))
-    s = SUFFIX[t]
+    s = SUFFIX[element_of(t)]
     if records(f, call):
-        return node_result(f, call, f"mica_t_{kernel}_{s}({f.node(call.args[0])})")
+        return node_result(f, call, f.record(kernel, f.concrete(call.ty), [f.node(call.args[0])], call.pos.line))
     x = plain_arg(f, call.args[0])
     return CValue(f"mica_{kernel}_{s}({f.data(x)}, {product(extents(f, x))})", t)
 
@@ -114,7 +115,7 @@ def lower_sum_rows(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     s = SUFFIX[t.element]
     if records(f, call):
-        return node_result(f, call, f"mica_t_sum_rows_{s}({f.node(call.args[0])})")
+        return node_result(f, call, f.record("sum_rows", f.concrete(call.ty), [f.node(call.args[0])], call.pos.line))
     x = plain_arg(f, call.args[0])
     rows, cols = rows_cols(f, x)
     out = fresh_tensor(f, t, None, call.pos.line, [cols])
@@ -138,7 +139,7 @@ def lower_softmax(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     s = SUFFIX[t.element]
     if records(f, call):
-        return node_result(f, call, f"mica_t_softmax_{s}({f.node(call.args[0])})")
+        return node_result(f, call, f.record("softmax", f.concrete(call.ty), [f.node(call.args[0])], call.pos.line))
     x = plain_arg(f, call.args[0])
     out = fresh_tensor(f, t, x, call.pos.line)
     rows, cols = vector_rows(f, x)
@@ -151,7 +152,7 @@ def lower_causal_mask(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     s = SUFFIX[t.element]
     if records(f, call):
-        return node_result(f, call, f"mica_t_causal_mask_{s}({f.node(call.args[0])})")
+        return node_result(f, call, f.record("causal_mask", f.concrete(call.ty), [f.node(call.args[0])], call.pos.line))
     x = plain_arg(f, call.args[0])
     out = fresh_tensor(f, t, x, call.pos.line)
     e = extents(f, x)
@@ -165,8 +166,8 @@ def lower_norm(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     s = SUFFIX[t.element]
     if records(f, call):
-        nodes = ", ".join(f.node(arg) for arg in call.args)
-        return node_result(f, call, f"mica_t_{kernel}_{s}({nodes})")
+        nodes = [f.node(arg) for arg in call.args]
+        return node_result(f, call, f.record(kernel, f.concrete(call.ty), nodes, call.pos.line))
     x, *params = (plain_arg(f, arg) for arg in call.args)
     rows, cols = vector_rows(f, x)
     for p in params:
@@ -191,7 +192,10 @@ def integer_data(f, arg: ast.Expr) -> tuple[str, str]:
 @lowerer("CrossEntropy")
 def lower_cross_entropy(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
-    s = SUFFIX[t]
+    s = SUFFIX[element_of(t)]
+    if records(f, call) and device_type(call.ty):
+        targets = f.materialize(f.borrow(f.value(call.args[1]))).text
+        return node_result(f, call, f.record("cross_entropy", f.concrete(call.ty), [f.node(call.args[0]), targets], call.pos.line))
     targets, _ = integer_data(f, call.args[1])
     if records(f, call):
         return node_result(f, call, f"mica_t_cross_entropy_{s}({f.node(call.args[0])}, {targets}, {call.pos.line})")
@@ -210,8 +214,13 @@ def lower_cross_entropy(f, call: ast.Call) -> CValue:
 def lower_gather(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     s = SUFFIX[t.element]
-    ids, n = integer_data(f, call.args[1])
     line = call.pos.line
+    if records(f, call) and device_type(call.ty):
+        rank, dims = dims_literal(t)
+        ids = f.materialize(f.borrow(f.value(call.args[1]))).text
+        n = plain(f.concrete(call.args[1].ty)).count if isinstance(plain(f.concrete(call.args[1].ty)), Tensor) else 1
+        return node_result(f, call, f.record("gather", f.concrete(call.ty), [f.node(call.args[0]), ids, n, rank, dims], line))
+    ids, n = integer_data(f, call.args[1])
     if records(f, call):
         rank, dims = dims_literal(t)
         return node_result(f, call, f"mica_t_gather_{s}({f.node(call.args[0])}, {ids}, {n}, {rank}, {dims}, {line})")
@@ -225,7 +234,7 @@ def lower_gather(f, call: ast.Call) -> CValue:
 @lowerer("Dot")
 def lower_dot(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
-    s = SUFFIX[t]
+    s = SUFFIX[element_of(t)]
     if records(f, call):
         return node_result(f, call, f"mica_t_dot_{s}({f.node(call.args[0])}, {f.node(call.args[1])})")
     a, b = plain_arg(f, call.args[0]), plain_arg(f, call.args[1])
@@ -254,9 +263,8 @@ def lower_transpose_or_mul(plain_lowerer, kernel: str):
     def lower(f, call: ast.Call) -> CValue:
         if not records(f, call):
             return plain_lowerer(f, call)
-        s = SUFFIX[plain(f.concrete(call.ty)).element]
-        nodes = ", ".join(f.node(arg) for arg in call.args)
-        return node_result(f, call, f"mica_t_{kernel}_{s}({nodes})")
+        nodes = [f.node(arg) for arg in call.args]
+        return node_result(f, call, f.record(kernel, f.concrete(call.ty), nodes, call.pos.line))
 
     return lower
 
@@ -332,17 +340,14 @@ def numbers(f, call: ast.Call, indices, t: Scalar) -> list[str]:
     return [f.convert(f.value(call.args[i]), t, call.pos.line).text for i in indices]
 
 
-def element(t: Type) -> Scalar:
-    p = plain(t)
-    return p if isinstance(p, Scalar) else p.element
-
-
 @lowerer("AdamStep", "SgdStep")
 def lower_optimizer(f, call: ast.Call) -> CValue:
     adam = call.callee.ident == "AdamStep"
     lent = [0, 2, 3] if adam else [0, 2]
     places = [f.place(call.args[i].place) for i in lent]
-    e = element(places[0].type)
+    e = element_of(places[0].type)
+    if device_type(places[0].type):
+        return lower_device_optimizer(f, call, adam, places, e)
     g = plain_arg(f, call.args[1])
     w, count = storage(f, places[0])
     gradient, g_count = (f"&{f.materialize(f.convert(g, e, call.pos.line)).text}", "1") if isinstance(plain(g.type), Scalar) else (f.data(g), product(extents(f, g)))
@@ -364,6 +369,21 @@ def lower_optimizer(f, call: ast.Call) -> CValue:
     return NOTHING
 
 
+def lower_device_optimizer(f, call: ast.Call, adam: bool, places: list, e: Scalar) -> CValue:
+    """AdamStep and SgdStep on device storage: one launch, its powers of beta taken on the host."""
+    g = f.materialize(f.borrow(f.untracked(f.value(call.args[1])))).text
+    dtype, n, line = dtype_of(e), plain(places[0].type).count, call.pos.line
+    f.lowering.kernels.add(f"mica_{'adam' if adam else 'sgd'}_step_{SUFFIX[e]}")
+    lent = ", ".join(f"&{p.text}" for p in places[1:])
+    if adam:
+        rest = ", ".join(numbers(f, call, [5, 6, 7, 8], FLOAT64))
+        f.line(f"mica_gpu_adam_step({dtype}, &{places[0].text}, {g}, {lent}, {n}, {f.value(call.args[4]).text}, {rest}, {line});")
+    else:
+        rest = ", ".join(numbers(f, call, [3, 4], FLOAT64))
+        f.line(f"mica_gpu_sgd_step({dtype}, &{places[0].text}, {g}, {lent}, {n}, {rest}, {line});")
+    return NOTHING
+
+
 @lowerer("Seed")
 def lower_seed(f, call: ast.Call) -> CValue:
     f.line(f"mica_seed({f.value(call.args[0]).text});")
@@ -373,7 +393,7 @@ def lower_seed(f, call: ast.Call) -> CValue:
 @lowerer("Normal", "Uniform")
 def lower_fill_random(f, call: ast.Call) -> CValue:
     place = f.place(call.args[0].place)
-    e = element(place.type)
+    e = element_of(place.type)
     data, count = storage(f, place)
     a, b = numbers(f, call, [1, 2], FLOAT64)
     f.line(f"mica_{call.callee.ident.lower()}_{SUFFIX[e]}({data}, {count}, {a}, {b});")
@@ -414,9 +434,6 @@ DTYPES = {"float32": "MICA_F32", "float64": "MICA_F64", "integer": "MICA_I64", "
 
 def checkpoint_entries(f, path: str, place: str, t: Type, tag: str = "NULL") -> list[str]:
     """C initializers of mica_entry for every leaf inside the place."""
-    from .ctypes import c_name
-    from .types import Array, Record
-
     if isinstance(t, Tracked):
         return checkpoint_entries(f, path, f"{place}.v", t.inner, f"&{place}.tag")
     name = f'"{path}"'

@@ -97,6 +97,8 @@ class Tensor(Type):
         if self.shape is None:
             kind = "vector" if self.dynamic_rank == 1 else "matrix"
             return f"{kind} of {self.element}{place}"
+        if not self.shape:
+            return f"{self.element}{place}"  # a device scalar
         kind = {1: "vector", 2: "matrix"}.get(len(self.shape), "tensor")
         dims = ", ".join(format_dim(d) for d in self.shape)
         return f"{kind}[{dims}] of {self.element}{place}"

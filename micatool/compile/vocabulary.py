@@ -33,7 +33,15 @@ def mixes_dynamic_with_tracked(a, call, types) -> bool:
     return False
 
 
-def last_dim(t: Tensor):
+def records_on_gpu(a, call, result: Type) -> Type:
+    """Dot, Outer and the image verbs run on the GPU, but do not record there yet."""
+    if is_tracked(result) and residency.on_gpu(result):
+        return a.error(call, 7011, f"'{call.callee.ident}' does not record on the GPU's tape yet; compute it on the "
+                                   "host, or outside the window")
+    return result
+
+
+def last_dim(t: Type):
     return t.shape[-1] if t.shape is not None else None
 
 
@@ -213,10 +221,10 @@ def check_dot(a, call, expected):
     if call.callee.ident == "Dot":
         if not same_extent(last_dim(left), last_dim(right)):
             return a.error(call, 6014, f"Dot needs vectors of one length, found '{types[0]}' and '{types[1]}'")
-        return tracked_if(residency.scalar_of(left), *types)
+        return records_on_gpu(a, call, tracked_if(residency.scalar_of(left), *types))
     if left.is_dynamic or right.is_dynamic:
         return Tensor(left.element, None, 2)
-    return tracked_if(left.with_shape((left.shape[0], right.shape[0])), *types)
+    return records_on_gpu(a, call, tracked_if(left.with_shape((left.shape[0], right.shape[0])), *types))
 
 
 # ---------------------------------------------------------------- images
@@ -251,7 +259,7 @@ def check_conv2d(a, call, expected):
                                    f"through a {ks[2]}x{ks[3]} window; the input has {channels} of {h}x{w}")
     touch(a, x, k)
     shape = xs[:-3] + (ks[0], h - ks[2] + 1, w - ks[3] + 1)
-    return tracked_if(plain(x).with_shape(shape), x, k)
+    return records_on_gpu(a, call, tracked_if(plain(x).with_shape(shape), x, k))
 
 
 @checker("MaxPool2d", "AvgPool2d")
@@ -267,7 +275,7 @@ def check_pool(a, call, expected):
     if size <= 0 or size > shape[-1] or size > shape[-2]:
         return a.error(call.args[1], 6016, f"a pooling window of {size} does not fit '{x}'")
     touch(a, x)
-    return tracked_if(plain(x).with_shape(shape[:-2] + (shape[-2] // size, shape[-1] // size)), x)
+    return records_on_gpu(a, call, tracked_if(plain(x).with_shape(shape[:-2] + (shape[-2] // size, shape[-1] // size)), x))
 
 
 # ---------------------------------------------------------------- the tape
@@ -299,7 +307,7 @@ def check_backward(a, call, expected):
     t, _ = _tracked_place(a, call, call.args[0])
     if isinstance(t, ErrorType):
         return VOID
-    if not isinstance(plain(t), Scalar):
+    if not (isinstance(plain(t), Scalar) or isinstance(plain(t), Tensor) and plain(t).rank == 0):
         a.error(call.args[0], 5111, f"Backward starts from a tracked scalar, found '{t}'; reduce it with Sum or Mean first")
     if a.tape_depth > 0:
         a.error(call, 5112, "Backward inside its tape window; call it after the window's 'end'")
