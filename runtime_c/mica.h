@@ -304,6 +304,7 @@ mica_dev mica_dev_copy(mica_dev src);
 void mica_dev_upload(mica_dev *dst, const void *host, int64_t bytes, int line);
 void mica_dev_download(void *host, mica_dev src, int64_t bytes, int line);
 uint64_t mica_dev_data(mica_dev *d, int64_t bytes, int line);
+uint64_t mica_dev_read(const mica_dev *d, int64_t bytes, int line);
 void mica_gpu_launch(const char *kernel, int64_t threads, int line, const char *signature, ...);
 void mica_gpu_launch_grid(const char *kernel, int64_t threads, int64_t grid_y, int line, const char *signature, ...);
 void mica_dev_copy_raw(uint64_t dst, uint64_t src, int64_t bytes, int line);
@@ -311,7 +312,7 @@ void mica_dev_put(uint64_t dst, const void *host, int64_t bytes, int line);
 void mica_dev_get(void *host, uint64_t src, int64_t bytes, int line);
 
 /* The tape on the device (mica_gpu_tape.c): nodes whose values and gradients live there. */
-mica_node *mica_gt_read(mica_tag *tag, int dtype, mica_dev *place, int rank, const int64_t *dims, int line);
+mica_node *mica_gt_read(mica_tag *tag, int dtype, const mica_dev *place, int rank, const int64_t *dims, int line);
 mica_node *mica_gt_const(int dtype, mica_dev value, int rank, const int64_t *dims, int line);
 mica_node *mica_gt_scalar(int dtype, double value, int line);
 void mica_gt_write(mica_tag *tag, mica_dev *place, mica_node *n, int line);

@@ -90,7 +90,6 @@ static void start(int line) {
     check(cu.device_get(&device, 0), "device lookup", line);
     check(cu.primary_retain(&context, device), "context", line);
     check(cu.context_set(context), "context", line);
-    check(cu.module_load(&module, mica_ptx), "PTX load", line);
     ready = true;
 }
 
@@ -149,16 +148,35 @@ void mica_dev_reserve(mica_dev *d, int64_t bytes, int line) {
     check(cu.zero(d->ptr, 0, (size_t)bytes), "zeroing", line);
 }
 
-/* The device address of a place, which a place never written gets as zeros. */
+/* The device address of a place a kernel writes; a place never written gets zeroed storage. */
 uint64_t mica_dev_data(mica_dev *d, int64_t bytes, int line) {
     if (d->ptr == 0) mica_dev_reserve(d, bytes, line);
     return d->ptr;
 }
 
+/* The device address of a value a kernel only reads. A place never written
+ * reads as zeros, from one zeroed block per size class that every such read
+ * shares (no kernel writes its inputs), so reading leaves the place as it was. */
+uint64_t mica_dev_read(const mica_dev *d, int64_t bytes, int line) {
+    static CUdeviceptr zeros[CLASSES];
+    if (d->ptr != 0) return d->ptr;
+    int c = size_class(bytes > 0 ? bytes : 1);
+    if (zeros[c] == 0) {
+        need_device(line);
+        zeros[c] = take(bytes, line);
+        check(cu.zero(zeros[c], 0, (size_t)1 << c), "zeroing", line);
+    }
+    return zeros[c];
+}
+
 void mica_dev_assign(mica_dev *dst, mica_dev src, int line) {
-    if (dst->ptr == src.ptr && dst->ptr != 0) return;
+    if (dst->ptr == src.ptr) return;
+    if (src.ptr == 0) { /* a place never written: the copy holds zeros too, reserved when first used */
+        mica_dev_drop(dst);
+        return;
+    }
     mica_dev_reserve(dst, src.bytes, line);
-    if (src.ptr != 0) check(cu.device_copy(dst->ptr, src.ptr, (size_t)src.bytes), "copy", line);
+    check(cu.device_copy(dst->ptr, src.ptr, (size_t)src.bytes), "copy", line);
 }
 
 /* A fresh copy (for records holding device fields, copied whole). */
@@ -211,6 +229,8 @@ static struct kernel {
 static CUfunction find(const char *name, int line) {
     for (struct kernel *k = kernels; k != NULL; k = k->next)
         if (strcmp(k->name, name) == 0) return k->function;
+    /* Loaded at the first launch, so a program that only moves values needs no module. */
+    if (module == NULL) check(cu.module_load(&module, mica_ptx), "PTX load", line);
     struct kernel *k = mica_alloc(sizeof *k, line);
     k->name = name;
     check(cu.function_get(&k->function, module, name), name, line);

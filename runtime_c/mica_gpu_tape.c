@@ -82,11 +82,11 @@ static void copy_in(uint64_t dst, mica_dev src, int64_t bytes, int line) {
     if (src.ptr != 0) mica_dev_copy_raw(dst, src.ptr, bytes, line);
 }
 
-mica_node *mica_gt_read(mica_tag *tag, int dtype, mica_dev *place, int rank, const int64_t *dims, int line) {
+mica_node *mica_gt_read(mica_tag *tag, int dtype, const mica_dev *place, int rank, const int64_t *dims, int line) {
     mica_node *n = tag->node;
     if (!mica_tape_current(tag)) {
         n = node(dtype, rank, dims, "leaf", NULL, NULL, NULL, NULL, line);
-        mica_dev_copy_raw(DP(n), mica_dev_data(place, BYTES(n), line), BYTES(n), line);
+        mica_dev_copy_raw(DP(n), mica_dev_read(place, BYTES(n), line), BYTES(n), line);
         n->needs_grad = true;
         mica_tape_enroll(tag, n);
     }
@@ -521,7 +521,7 @@ void mica_gpu_adam_step(int dtype, mica_dev *w, mica_dev g, mica_dev *m, mica_de
         bias2 = (double)(1.0f - mica_powi_f32((float)beta2, t));
     }
     mica_gpu_launch(K("mica_adam_step", dtype), n, line, dtype == MICA_F64 ? "ppppidddddd" : "ppppiffffff",
-                    mica_dev_data(w, bytes, line), mica_dev_data(&g, bytes, line), mica_dev_data(m, bytes, line),
+                    mica_dev_data(w, bytes, line), mica_dev_read(&g, bytes, line), mica_dev_data(m, bytes, line),
                     mica_dev_data(v, bytes, line), n, lr, beta1, beta2, eps, bias1, bias2);
 }
 
@@ -529,7 +529,7 @@ void mica_gpu_sgd_step(int dtype, mica_dev *w, mica_dev g, mica_dev *velocity, i
                        int line) {
     int64_t bytes = n * (int64_t)mica_dtype_size(dtype);
     mica_gpu_launch(K("mica_sgd_step", dtype), n, line, dtype == MICA_F64 ? "pppidd" : "pppiff",
-                    mica_dev_data(w, bytes, line), mica_dev_data(&g, bytes, line), mica_dev_data(velocity, bytes, line),
+                    mica_dev_data(w, bytes, line), mica_dev_read(&g, bytes, line), mica_dev_data(velocity, bytes, line),
                     n, lr, momentum);
 }
 
@@ -543,9 +543,9 @@ void mica_gpu_cross_entropy(mica_dev *out, int dtype, mica_dev logits, mica_dev 
     mica_dev_reserve(&losses, rows * size, line);
     mica_dev_reserve(&probs, rows * cols * size, line);
     mica_dev_reserve(&flag, sizeof(int32_t), line);
-    uint64_t t = mica_dev_data(&targets, rows * 8, line);
+    uint64_t t = mica_dev_read(&targets, rows * 8, line);
     mica_gpu_launch(K("mica_cross_entropy_rows", dtype), rows, line, "pppppii", losses.ptr, probs.ptr, flag.ptr,
-                    mica_dev_data(&logits, rows * cols * size, line), t, rows, cols);
+                    mica_dev_read(&logits, rows * cols * size, line), t, rows, cols);
     check_ids(flag.ptr, t, rows, cols, "CrossEntropy: target", line);
     mica_dev_reserve(out, size, line);
     mica_gpu_launch(K("mica_mean", dtype), 1, line, "ppi", out->ptr, losses.ptr, rows);
@@ -561,9 +561,9 @@ void mica_gpu_gather(mica_dev *out, int dtype, mica_dev table, mica_dev ids, int
     mica_dev flag = {0};
     mica_dev_reserve(&flag, sizeof(int32_t), line);
     mica_dev_reserve(out, n * cols * size, line);
-    uint64_t i = mica_dev_data(&ids, n * 8, line);
+    uint64_t i = mica_dev_read(&ids, n * 8, line);
     mica_gpu_launch(K("mica_gather", dtype), n * cols, line, "ppppiii", out->ptr, flag.ptr,
-                    mica_dev_data(&table, rows * cols * size, line), i, n, rows, cols);
+                    mica_dev_read(&table, rows * cols * size, line), i, n, rows, cols);
     check_ids(flag.ptr, i, n, rows, "Gather: id", line);
     mica_dev_drop(&flag);
 }

@@ -13,6 +13,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+from fake_driver import fake_cuda  # noqa: E402,F401 (the fixture, tests/fake_driver.py)
 from helpers import qemu  # noqa: E402
 from system import Unavailable, apt_install  # noqa: E402
 

@@ -335,6 +335,10 @@ def elementwise_cases(name: str, op: str, g: Gen) -> list[Case]:
         return [Case(name, [B(n), g.with_specials(n), Scalar(dt(s)), Int(n)]) for s in (R(1)[0], 0.0, -np.inf)]
     if op == "rsub":
         return [Case(name, [B(n), Scalar(dt(s)), g.with_specials(n), Int(n)]) for s in (R(1)[0], np.inf)]
+    if op in ("scale_at", "divide_at", "shift_at"):
+        return [Case(name, [B(n), g.with_specials(n), Buf(np.array([s], dt)), Int(n)]) for s in (R(1)[0], 0.0, -np.inf)]
+    if op == "rsub_at":
+        return [Case(name, [B(n), Buf(np.array([s], dt)), g.with_specials(n), Int(n)]) for s in (R(1)[0], np.inf)]
     if op in ("neg", "accumulate", "deduct"):
         return [Case(name, [B(n), g.with_specials(n), Int(n)])]
     if op in ("add_rows", "sub_rows"):

@@ -817,6 +817,8 @@ class Analyzer:
                 return self.error(e, 4021, f"cannot apply '{op}' to '{lt}' and '{rt}': the element types differ; convert one with {rp.element.name}(...) or {lp.element.name}(...)")
             if not lp.element.is_float:
                 return self.error(e, 4022, f"arithmetic on tensors needs float elements, found '{lt}'")
+            if lp.rank == 0 and rp.rank == 0:  # two device scalars: one element each
+                return Tracked(lp) if tracked else lp
             try:
                 if op == "*":
                     result = shapes.product(lp, rp)

@@ -350,6 +350,9 @@ def conversion(a, call: ast.Call, target: Type) -> Type:
     if isinstance(target, Scalar) and target.is_float:
         if isinstance(p, Scalar) and p.is_numeric:
             return Tracked(target) if is_tracked(t) else target
+        if isinstance(p, Tensor) and p.on_gpu and not p.element.is_float:
+            return a.error(call, 7012, f"the GPU converts between float32 and float64 only, not from '{p.element}'; "
+                                       f"convert on the host before ToDevice")
         if isinstance(p, Tensor) and not p.is_dynamic:
             result = Tensor(target, p.shape, 0, p.on_gpu)
             return Tracked(result) if is_tracked(t) else result
@@ -419,14 +422,19 @@ def check_transfer(a, call, expected):
     """ToDevice(h) and ToHost(d): the only places a value crosses."""
     if not arity(a, call, 1):
         return ERROR
-    (t,) = values(a, call)
+    to_device = _name(call) == "ToDevice"
+    wanted = plain(expected) if isinstance(plain(expected), Tensor) else None
+    if to_device and wanted is not None and wanted.on_gpu:  # a literal takes the target's element type
+        wanted = wanted.element if wanted.rank == 0 else Tensor(wanted.element, wanted.shape)
+    t = a.expr(call.args[0], wanted if to_device else None)
     if isinstance(t, ErrorType):
         return ERROR
     p = plain(t)
-    to_device = _name(call) == "ToDevice"
     if to_device:
         if isinstance(p, Scalar) and p.is_numeric:
-            return Tensor(p, (), 0, True)
+            constant = call.args[0].folded is not None and isinstance(wanted, Scalar) and \
+                (wanted.is_float or p.is_integer and wanted.is_integer)
+            return Tensor(wanted if constant else p, (), 0, True)
         if isinstance(p, Tensor) and not p.on_gpu and not p.is_dynamic:
             return Tensor(p.element, p.shape, 0, True)
         return wrong(a, call, call.args[0], t, "a host number or a host tensor of static shape")

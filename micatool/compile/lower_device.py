@@ -64,9 +64,9 @@ class DeviceLowering:
         return CValue(name, t, owned=True, lvalue=True)
 
     def device_data(self, v: CValue, line: int) -> str:
-        """The device address of a value; a place never written gets zeroed storage first."""
+        """The device address of an operand (a place never written reads as zeros)."""
         v = self.materialize(self.borrow(v))
-        return f"mica_dev_data(&{v.text}, {byte_size(v.type)}, {line})"
+        return f"mica_dev_read(&{v.text}, {byte_size(v.type)}, {line})"
 
     # ============================================================ crossings
 
@@ -97,7 +97,13 @@ class DeviceLowering:
         left, right = self.untracked(self.value(e.left)), self.untracked(self.value(e.right))
         lt, rt = plain(left.type), plain(right.type)
         out = self.device_temp(t, line)
-        if isinstance(lt, Tensor) and isinstance(rt, Tensor) and lt.on_gpu and rt.on_gpu and lt.rank and rt.rank:
+        both_device = isinstance(lt, Tensor) and isinstance(rt, Tensor)
+        if both_device and lt.rank == rt.rank == 0:  # two device scalars
+            a, b = self.device_data(left, line), self.device_data(right, line)
+            kernel = {"+": "add", "-": "sub", "*": "mul", "/": "div"}[e.op]
+            self.launch(f"mica_{kernel}_{s}", line, out=f"{out.text}.ptr", a=a, b=b, n=1)
+            return out
+        if both_device and lt.rank and rt.rank:
             a, b = self.device_data(left, line), self.device_data(right, line)
             if e.op == "*":
                 self.device_product(out, a, b, lt, rt, s, line)
@@ -107,14 +113,22 @@ class DeviceLowering:
                 kernel = f"mica_{'add' if e.op == '+' else 'sub'}_rows_{s}"
                 self.launch(kernel, line, out=f"{out.text}.ptr", a=a, row=b, rows=t.count // rt.count, cols=rt.count)
             return out
-        tensor_left = isinstance(lt, Tensor) and (lt.rank > 0 or not isinstance(rt, Tensor))
+        tensor_left = isinstance(lt, Tensor) and (lt.rank > 0 or not both_device)
         tensor, scalar = (left, right) if tensor_left else (right, left)
-        k = self.convert(scalar, t.element, line).text
         a = self.device_data(tensor, line)
-        kernel, value = {"*": ("scale", k), "/": ("divide", k), "+": ("shift", k)}.get(e.op, ("shift", f"-({k})"))
+        if both_device:  # a device scalar: the kernel reads it at its device address
+            k, at = self.device_data(scalar, line), "_at"
+        else:
+            k, at = self.convert(scalar, t.element, line).text, ""
+        kernel = {"*": "scale", "/": "divide", "+": "shift"}.get(e.op, "sub")
         if e.op == "-" and not tensor_left:
-            kernel, value = "rsub", k
-        self.launch(f"mica_{kernel}_{s}", line, out=f"{out.text}.ptr", a=a, s=value, n=t.count)
+            kernel = "rsub"
+        elif kernel == "sub":  # a - k
+            if both_device:
+                self.launch(f"mica_sub_rows_{s}", line, out=f"{out.text}.ptr", a=a, row=k, rows=t.count, cols=1)
+                return out
+            kernel, k = "shift", f"-({k})"
+        self.launch(f"mica_{kernel}{at}_{s}", line, out=f"{out.text}.ptr", a=a, s=k, n=t.count)
         return out
 
     def device_product(self, out: CValue, a: str, b: str, lt: Tensor, rt: Tensor, s: str, line: int) -> None:

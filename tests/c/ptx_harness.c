@@ -21,57 +21,7 @@
 
 const char mica_source_name[] = "ptx_harness";
 
-typedef struct {
-    void *p;     /* a buffer, or NULL */
-    size_t bytes;
-    int64_t i;
-    double f;
-    char kind;
-} harg;
-
-typedef struct {
-    const char *name;
-    void (*run)(harg *A);
-} hentry;
-
-#define MICA_STRING(x) MICA_STRING_(x)
-#define MICA_STRING_(x) #x
-
-#define T float
-#define S f32
-#define DTYPE MICA_F32
-#include "ptx_harness.inc"
-#undef T
-#undef S
-#undef DTYPE
-
-#define T double
-#define S f64
-#define DTYPE MICA_F64
-#include "ptx_harness.inc"
-#undef T
-#undef S
-#undef DTYPE
-
-static void h_convert_f32_f64(harg *A) { mica_convert_f32_f64((float *)A[0].p, (const double *)A[1].p, A[2].i); }
-static void h_convert_f64_f32(harg *A) { mica_convert_f64_f32((double *)A[0].p, (const float *)A[1].p, A[2].i); }
-
-static const hentry CONVERT[] = {
-    {"mica_convert_f32_f64", h_convert_f32_f64},
-    {"mica_convert_f64_f32", h_convert_f64_f32},
-};
-
-#define LENGTH(a) (sizeof(a) / sizeof((a)[0]))
-
-static const hentry *find(const char *name) {
-    for (size_t k = 0; k < LENGTH(h_table_f32); k++)
-        if (strcmp(h_table_f32[k].name, name) == 0) return &h_table_f32[k];
-    for (size_t k = 0; k < LENGTH(h_table_f64); k++)
-        if (strcmp(h_table_f64[k].name, name) == 0) return &h_table_f64[k];
-    for (size_t k = 0; k < LENGTH(CONVERT); k++)
-        if (strcmp(CONVERT[k].name, name) == 0) return &CONVERT[k];
-    return NULL;
-}
+#include "ptx_adapters.h"
 
 static int hex_digit(int c) {
     return c <= '9' ? c - '0' : (c | 32) - 'a' + 10;
@@ -101,7 +51,7 @@ void mica_program(void) {
     char name[128];
     int count;
     while (scanf("%127s %d", name, &count) == 2) {
-        const hentry *entry = find(name);
+        const hentry *entry = ptx_adapter(name);
         if (entry == NULL) {
             fprintf(stderr, "ptx_harness: no adapter for %s\n", name);
             exit(2);
