@@ -4,7 +4,7 @@ NVIDIA driver and device exist, and skip elsewhere saying why."""
 
 from __future__ import annotations
 
-import ctypes.util
+import ctypes
 import shutil
 import subprocess
 
@@ -19,7 +19,12 @@ KERNELS = ["mica_add_f32", "mica_each_tanh_f32", "mica_gemm_f32", "mica_softmax_
 
 
 def driver_present() -> bool:
-    return ctypes.util.find_library("cuda") is not None
+    """Would a GPU binary's dlopen("libcuda.so.1") find a driver?"""
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    return True
 
 
 def test_the_binary_embeds_only_the_kernels_it_launches(capsys):
@@ -83,3 +88,15 @@ def test_runs_on_the_gpu():
     host, device, same = result.stdout.splitlines()
     assert host.split("=")[1] == device.split("=")[1]
     assert same == "64 of 64 elements identical to the bit"
+
+
+@pytest.mark.gpu
+def test_the_gpt_trains_on_the_gpu_with_the_hosts_digits():
+    if not driver_present():
+        pytest.skip("no NVIDIA driver (libcuda.so.1) on this machine")
+    args = ["--steps", "30", "--corpus", str(EXAMPLES / "gpt" / "corpus.txt")]
+    host, device = run(build(EXAMPLES / "gpt" / "gpt.mica"), args=args), run(build(EXAMPLES / "gpu" / "gpt.mica"), args=args)
+    assert device.returncode == 0, device.stderr
+    without_speed = lambda text: [line.rsplit(None, 1)[0] if line[:5].strip().isdigit() else line  # noqa: E731
+                                  for line in text.splitlines()]
+    assert without_speed(device.stdout) == without_speed(host.stdout)
