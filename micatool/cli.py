@@ -95,7 +95,7 @@ def cmd_size(args) -> int:
 
     rows, measured = [], {}
     for program in args.program:
-        name = Path(program).stem
+        name = size.program_name(Path(program))
         for word in args.target.split(","):
             target = targets.resolve(word.strip())
             sizes = size.section_sizes(_build_binary(program, target, "fast", None))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
@@ -125,6 +126,12 @@ def fit(cells, widths, right) -> str:
 
 
 # ---------------------------------------------------------------- budgets
+
+
+def program_name(path: Path) -> str:
+    """How tables and budgets name a program: its folder's name when the two agree
+    (examples/gpt/gpt.mica is `gpt`), else folder/stem (examples/gpu/gpt.mica is `gpu/gpt`)."""
+    return path.stem if path.parent.name == path.stem else f"{path.parent.name}/{path.stem}"
 
 
 def read_budgets(path) -> dict[tuple[str, str], int]:
