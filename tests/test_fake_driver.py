@@ -324,6 +324,81 @@ begin
 end.
 """
 
+# Every operation the device tape records, its backward walk, Gradient, and the
+# optimizer steps on device storage. Host and device must agree on every gradient.
+TAPE = """program DeviceTape;
+{ every operation the device tape records, then Backward, Gradient and the optimizer steps }
+const
+    R = 5;
+    C = 7;
+var
+    hx : matrix[R, C] of FLOAT;
+    hw : matrix[C, C] of FLOAT;
+    hg, hb : vector[C] of FLOAT;
+    ht : tensor[2, R, C] of FLOAT;
+    ids : vector[R] of integer;
+    x : tracked matrix[R, C] of FLOAT on gpu;
+    w : tracked matrix[C, C] of FLOAT on gpu;
+    g, b : tracked vector[C] of FLOAT on gpu;
+    t : tracked tensor[2, R, C] of FLOAT on gpu;
+    l : tracked FLOAT on gpu;
+    y : tracked matrix[R, C] of FLOAT on gpu;
+    u : tracked tensor[2, R, C] of FLOAT on gpu;
+    idsd : vector[R] of integer on gpu;
+    pw, gw, m, v : matrix[C, C] of FLOAT on gpu;
+    i : integer;
+begin
+    Seed(7);
+    Normal(address hx, 0.0, 1.0);
+    Normal(address hw, 0.0, 0.5);
+    Normal(address hg, 1.0, 0.1);
+    Normal(address hb, 0.0, 0.1);
+    Normal(address ht, 0.0, 1.0);
+    for i := 0 to R - 1 do ids[i] := (i * 3) mod C;
+    x := ToDevice(hx);
+    w := ToDevice(hw);
+    g := ToDevice(hg);
+    b := ToDevice(hb);
+    t := ToDevice(ht);
+    idsd := ToDevice(ids);
+    tape
+        y := LayerNorm(x * w, g, b) + b;
+        y := Tanh(y) - Mul(y, Sigmoid(y)) * 0.5 + Gelu(y) / 3 + Silu(y) - Relu(y) + Abs(y);
+        y := Softmax(CausalMask(y * Transpose(y))) * y + Exp(y * 0.1) + Log(Abs(y) + 1) + Sqrt(Abs(y) + 1);
+        y := RmsNorm(y, g) - (-y) + 1.5;
+        u := t * w + y;
+        u := Softmax(u) - t;
+        l := Sum(u) + Mean(y) + Max(y) + Sum(SumRows(y)) + CrossEntropy(y, idsd) + Mean(Gather(w, idsd));
+    end;
+    Backward(l);
+    WriteLn('l ', ToHost(l));
+    WriteLn('gx ', ToHost(Gradient(x)));
+    WriteLn('gw ', ToHost(Gradient(w)));
+    WriteLn('gg ', ToHost(Gradient(g)));
+    WriteLn('gb ', ToHost(Gradient(b)));
+    WriteLn('gt ', ToHost(Gradient(t)));
+    pw := ToDevice(hw);
+    gw := Gradient(w);
+    for i := 1 to 3 do
+        AdamStep(address pw, gw, address m, address v, i, 0.01, 0.9, 0.999, 1e-8);
+    WriteLn('adam ', ToHost(pw));
+    SgdStep(address pw, gw, address m, 0.1, 0.9);
+    WriteLn('sgd ', ToHost(pw));
+end.
+"""
+
+
+@pytest.mark.parametrize("element", ["float32", "float64"])
+def test_the_device_tape_gives_the_hosts_gradients(element, fake_cuda, tmp_path):
+    text = TAPE.replace("FLOAT", element)
+    host, device, launched = run_both(fake_cuda, tmp_path, text, "tape")
+    assert device.splitlines() == host.splitlines()
+    assert [line.split()[0] for line in host.splitlines()] == ["l", "gx", "gw", "gg", "gb", "gt", "adam", "sgd"]
+    embedded = re.findall(r"\.visible \.entry (\w+)\(", to_ptx(load_source(str(tmp_path / "tape.mica"))))
+    assert set(launched) == set(embedded)  # forward and backward: every kernel the binary carries runs
+    assert sum(name.endswith(("_back_" + SHORT[element], "_back_rows_" + SHORT[element])) for name in set(launched)) >= 15
+
+
 ELEMENTWISE_KERNELS = {"add", "sub", "add_rows", "sub_rows", "scale", "divide", "shift", "rsub", "neg", "mul", "div",
                        "scale_at", "divide_at", "shift_at", "rsub_at", "each_tanh"}
 # Each program's kernels: `_FLOAT` is added to a name that has neither placeholder.
