@@ -11,7 +11,8 @@ import subprocess
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from helpers import EXAMPLES, build, run
+from helpers import EXAMPLES, build, build_text, run
+from device_programs import PROGRAMS, TAPE, host_twin
 from micatool.cli import main
 
 PROGRAM = EXAMPLES / "gpu" / "gpu.mica"
@@ -100,3 +101,21 @@ def test_the_gpt_trains_on_the_gpu_with_the_hosts_digits():
     without_speed = lambda text: [line.rsplit(None, 1)[0] if line[:5].strip().isdigit() else line  # noqa: E731
                                   for line in text.splitlines()]
     assert without_speed(device.stdout) == without_speed(host.stdout)
+
+
+DEVICE_PROGRAMS = {**{name: text for name, (text, _) in PROGRAMS.items()}, "tape": TAPE}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("element", ["float32", "float64"])
+@pytest.mark.parametrize("program", DEVICE_PROGRAMS)
+def test_device_programs_print_the_hosts_digits_on_the_gpu(program, element, tmp_path):
+    """The fake driver's programs (tests/test_fake_driver.py), on the real driver and the real kernels."""
+    if not driver_present():
+        pytest.skip("no NVIDIA driver (libcuda.so.1) on this machine")
+    other = "float64" if element == "float32" else "float32"
+    text = DEVICE_PROGRAMS[program].replace("FLOAT", element).replace("OTHER", other)
+    host = run(build_text(tmp_path, host_twin(text), program + "_host.mica"))
+    device = run(build_text(tmp_path, text, program + ".mica"))
+    assert host.returncode == 0 and device.returncode == 0, device.stderr
+    assert device.stdout.splitlines() == host.stdout.splitlines()
