@@ -229,6 +229,7 @@ MICA_KERNELS(float, f32)
     void mica_dyn_assign_##S(mica_dyn_##S *dst, mica_dyn_##S src);                                 \
     void mica_dyn_move_##S(mica_dyn_##S *dst, mica_dyn_##S src);                                   \
     void mica_dyn_set_shape_##S(mica_dyn_##S *a, int64_t rows, int64_t cols, int line);            \
+    void mica_dyn_set_row_##S(mica_dyn_##S *m, int64_t i, const T *row, int64_t count, int line);  \
     void mica_dyn_to_static_##S(T *out, mica_dyn_##S a, int64_t rows, int64_t cols, int line);
 MICA_DYNAMIC_OPS(double, f64)
 MICA_DYNAMIC_OPS(float, f32)

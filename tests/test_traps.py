@@ -25,6 +25,10 @@ TRAPS = {
     "str_to_int": ("begin\n  WriteLn(StrToInt('12x'));\nend.", 2, "'12x' is not an integer"),
     "shape": ("var m : matrix of float64; s : matrix[2, 2] of float64;\nbegin\n  SetShape(address m, 3, 2);\n  s := m;\nend.",
               4, "shape mismatch: 3 rows where 2 are needed"),
+    "dynamic_row": ("var m : matrix of float64; d : vector of float64;\nbegin\n  SetShape(address m, 2, 2);\n"
+                    "  d := [1.0, 2.0, 3.0];\n  m[1] := d;\nend.", 5, "shape mismatch: 3 elements where 2 are needed"),
+    "dynamic_row_index": ("var m : matrix of float64;\nbegin\n  SetShape(address m, 2, 2);\n  m[2] := [1.0, 2.0];\nend.",
+                          4, "index 2 out of range 0..1"),
 }
 
 EVERY_TIER = {

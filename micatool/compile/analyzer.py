@@ -783,6 +783,8 @@ class Analyzer:
             both_booleans = lp == BOOLEAN and rp == BOOLEAN and op in ("=", "<>")
             if not (both_numbers or both_strings or both_booleans):
                 return self.error(e, 4016, f"cannot compare '{lt}' with '{rt}'")
+            if both_numbers:  # compared as arithmetic would join them: f = 0.1 with f a float32 is 0.1f
+                e.compared_as = self.promote(lp, rp, e.left, e.right)
             return BOOLEAN
         if op in ("div", "mod"):
             if not (isinstance(lp, Scalar) and lp.is_integer and isinstance(rp, Scalar) and rp.is_integer):
@@ -819,7 +821,12 @@ class Analyzer:
                 return self.error(e, 4022, f"arithmetic on tensors needs float elements, found '{lt}'")
             if lp.rank == 0 and rp.rank == 0:  # two device scalars: one element each
                 return Tracked(lp) if tracked else lp
+            repeated_left = op in ("+", "-") and 0 < len(shapes.dims(lp)) < len(shapes.dims(rp))
             try:
+                if repeated_left:  # the shapes meet with the repeated operand on the right
+                    result = shapes.elementwise(rp, lp, op)
+                    self.repeated_operand_last(e, rt)
+                    return Tracked(result) if tracked else result
                 if op == "*":
                     result = shapes.product(lp, rp)
                 elif op == "/":
@@ -834,6 +841,15 @@ class Analyzer:
                 return self.error(e, 6007, f"cannot {verb} '{lt}' {joiner} '{rt}': {why}")
             return Tracked(result) if tracked else result
         return self.error(e, 4019, f"cannot apply '{op}' to '{lt}' and '{rt}'")
+
+    def repeated_operand_last(self, e: ast.Binary, rt: Type) -> None:
+        """v + m is m + v, and v - m is -m + v, with the same bits: the operand repeated at
+        every row goes right, where the kernels and the tape take it."""
+        left = e.right
+        if e.op == "-":
+            left = ast.Unary(e.right.pos, "-", e.right, ty=rt)
+            e.op = "+"
+        e.left, e.right = left, e.left
 
     def promote(self, a: Scalar, b: Scalar, ea: ast.Expr, eb: ast.Expr) -> Scalar:
         """Mixed arithmetic: integers become floats; a constant takes the other side's float type."""

@@ -153,6 +153,7 @@ class Binary(Expr):
     op: str
     left: Expr
     right: Expr
+    compared_as: Any = field(default=None, compare=False, kw_only=True)  # a numeric comparison's common type
 
 
 @dataclass

@@ -21,16 +21,24 @@ from importlib import resources
 import jinja2
 
 from .. import __version__
-from ..diagnostics import InternalError
 from . import ast, lower_vocabulary  # noqa: F401  (lower_vocabulary registers its lowerers)
 from .analyzer import Analysis
-from .ctypes import CTypes, c_name
+from .ctypes import SUFFIX, CTypes, c_name
 from .cvalue import CValue
 from .lower_expr import ExprLowering, balanced, passed_by_pointer
 from .lower_device import DeviceLowering, device_type
 from .lower_tape import TapeLowering
 from .symbols import RoutineSymbol, VarSymbol
-from .types import INTEGER_RANGES, Scalar, Tensor, Tracked, Type, needs_drop, plain, substitute
+from .types import INTEGER_RANGES, Array, Scalar, Tensor, Tracked, Type, needs_drop, plain, substitute
+
+def is_dynamic_row(target: ast.Expr) -> bool:
+    """m[i] with m a dynamic matrix: a row that is storage inside m, not a value of its own."""
+    if not isinstance(target, ast.Index) or not isinstance(plain(target.ty), Tensor):
+        return False
+    whole = plain(target.base.ty)
+    return isinstance(whole, Tensor) and whole.is_dynamic or isinstance(whole, Array) and \
+        isinstance(plain(whole.element), Tensor) and plain(whole.element).is_dynamic
+
 
 _templates = jinja2.Environment(
     loader=jinja2.FunctionLoader(lambda name: resources.files(__package__).joinpath("templates", name).read_text()),
@@ -324,9 +332,21 @@ class FunctionLowering(ExprLowering, TapeLowering, DeviceLowering):
             if self.in_window and isinstance(target_type, Tracked):
                 self.record_assign(s)
                 return
+            if is_dynamic_row(s.target):
+                self.store_dynamic_row(s.target, s.value, s.pos.line)
+                return
             value = self.value(s.value, plain(target_type))
             target = self.place(s.target)
             self.store(target, value, s.pos.line)
+
+    def store_dynamic_row(self, target: ast.Index, value: ast.Expr, line: int) -> None:
+        """m[i] := v for a dynamic matrix m: v's elements, as many as m has columns, into row i."""
+        leading = target.base if len(target.indices) == 1 else ast.Index(target.pos, target.base, target.indices[:-1])
+        matrix = self.place(leading)
+        t = plain(matrix.type)
+        row = self.untracked(self.value(value, Tensor(t.element, None, 1)))
+        index = self.value(target.indices[-1]).text
+        self.line(f"mica_dyn_set_row_{SUFFIX[t.element]}(&{matrix.text}, {index}, {self.data(row)}, {self.count(row)}, {line});")
 
     def store(self, target: CValue, value: CValue, line: int) -> None:
         """target := value, with conversion, copy or move, and re-adoption of tracked places."""
@@ -344,23 +364,13 @@ class FunctionLowering(ExprLowering, TapeLowering, DeviceLowering):
         if isinstance(t, Tensor) and t.on_gpu:
             self.device_store(target, value, line)
             return
-        if self.stores_whole(t):
-            converted = self.convert(value, t, line)
-            if needs_drop(t):
-                if converted.owned:
-                    self.line(self.types.move(t, target.text, converted.text))
-                else:
-                    self.line(self.types.assign(t, target.text, converted.text))
-            else:
-                self.line(f"{target.text} = {converted.text};")
-            return
-        self.store_parts(target, value, line)
-
-    def stores_whole(self, t: Type) -> bool:
-        return True
-
-    def store_parts(self, target: CValue, value: CValue, line: int) -> None:
-        raise InternalError(f"cannot store into {target.type}")
+        converted = self.convert(value, t, line)
+        if not needs_drop(t):
+            self.line(f"{target.text} = {converted.text};")
+        elif converted.owned:
+            self.line(self.types.move(t, target.text, converted.text))
+        else:
+            self.line(self.types.assign(t, target.text, converted.text))
 
     def stmt_CallStmt(self, s: ast.CallStmt):
         with self.statement_scope():

@@ -328,7 +328,7 @@ class ExprLowering:
         line = e.pos.line
         lt, rt = plain(left.type), plain(right.type)
         if op in ("=", "<>", "<", "<=", ">", ">="):
-            return self.comparison(op, left, right, line)
+            return self.comparison(op, left, right, e.compared_as, line)
         p = plain(t)
         if isinstance(p, Scalar):
             return self.scalar_binary(op, left, right, p, line)
@@ -357,18 +357,12 @@ class ExprLowering:
         self.line("}")
         return CValue(flag, BOOLEAN, lvalue=True)
 
-    def comparison(self, op: str, left: CValue, right: CValue, line: int) -> CValue:
+    def comparison(self, op: str, left: CValue, right: CValue, common: Scalar | None, line: int) -> CValue:
         c_op = {"=": "==", "<>": "!="}.get(op, op)
-        lt, rt = plain(left.type), plain(right.type)
-        if lt == STRING:
+        if plain(left.type) == STRING:
             l, r = self.borrow(left), self.borrow(right)
             return CValue(f"(mica_str_compare({l.text}, {r.text}) {c_op} 0)", BOOLEAN)
-        if lt.is_numeric and lt != rt:
-            common = FLOAT64 if (lt.is_float or rt.is_float) else INTEGER
-            if lt.is_float and rt.is_float:
-                common = FLOAT64
-            elif lt.is_float or rt.is_float:
-                common = lt if lt.is_float else rt
+        if common is not None:
             left, right = self.convert(left, common, line), self.convert(right, common, line)
         return CValue(f"({_paren(left.text)} {c_op} {_paren(right.text)})", BOOLEAN)
 
