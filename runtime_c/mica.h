@@ -32,6 +32,21 @@ void mica_free(void *p);
 int64_t mica_param_count(void);
 double mica_clock(void);
 
+/* A routine's first act at the checked tiers: room on the stack for its frame
+ * (its variables and temporaries, frame_bytes), or a trap naming it instead of
+ * a fault. mica_stack_floor is the program stack's lowest usable address. */
+extern uintptr_t mica_stack_floor;
+static inline void mica_enter(int64_t frame_bytes, int line) {
+#if MICA_CHECKS
+    char here;
+    if ((uintptr_t)&here < mica_stack_floor + (uintptr_t)frame_bytes)
+        mica_trap(line, "stack overflow: recursion too deep, or static tensors too large for the 1 GiB stack");
+#else
+    (void)frame_bytes;
+    (void)line;
+#endif
+}
+
 /* ------------------------------------------------------------ integers */
 
 static inline int64_t mica_add(int64_t a, int64_t b, int line) {

@@ -4,16 +4,23 @@
  * static tensors are C values, so a program's temporaries live on the stack
  * and a GPT's activations need far more than the default 8 MiB.
  */
+#define _GNU_SOURCE /* pthread_getattr_np */
 #include "mica.h"
 
 #include <pthread.h>
+#include <signal.h>
+#include <ucontext.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MICA_STACK_BYTES ((size_t)1 << 30)
+#define MICA_STACK_MARGIN ((uintptr_t)1 << 20) /* for the runtime's own calls below a routine */
+
+uintptr_t mica_stack_floor;
 
 static int program_argc;
 static char **program_argv;
@@ -63,8 +70,54 @@ double mica_clock(void) {
     return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
 }
 
+/* A fault on the program stack's last pages is a frame too large for mica_enter
+ * to see before the C compiler's own stack probe touched it: say so, keeping
+ * what was printed, instead of dying of SIGSEGV. Any other fault is left alone. */
+static uintptr_t stack_pointer(void *context) {
+    ucontext_t *machine = context;
+#if defined(__x86_64__)
+    return (uintptr_t)machine->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+    return (uintptr_t)machine->uc_mcontext.sp;
+#else
+    (void)machine;
+    return UINTPTR_MAX;
+#endif
+}
+
+static void on_fault(int signal, siginfo_t *info, void *context) {
+    uintptr_t at = (uintptr_t)info->si_addr, sp = stack_pointer(context);
+    bool below_the_floor = at < mica_stack_floor || sp < mica_stack_floor;
+    bool a_stack_access = at + 256 >= sp || sp < mica_stack_floor; /* a probe of a frame being made */
+    if (mica_stack_floor != 0 && below_the_floor && a_stack_access) {
+        mica_flush();
+        char message[256];
+        int n = snprintf(message, sizeof message, "%s: stack overflow: recursion too deep, or static tensors too "
+                         "large for the 1 GiB stack\n", mica_source_name);
+        if (write(2, message, (size_t)n) < 0) _exit(1);
+        _exit(1);
+    }
+    struct sigaction plain = {.sa_handler = SIG_DFL};
+    sigaction(signal, &plain, NULL); /* returning re-runs the fault, now fatal as usual */
+}
+
+static void watch_the_stack(void) {
+    static char alternate[1 << 16]; /* the handler's own stack: the program's is spent */
+    stack_t handler_stack = {.ss_sp = alternate, .ss_size = sizeof alternate};
+    struct sigaction action = {.sa_sigaction = on_fault, .sa_flags = SA_SIGINFO | SA_ONSTACK};
+    pthread_attr_t attr;
+    void *low;
+    size_t size;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+    if (pthread_attr_getstack(&attr, &low, &size) == 0 && sigaltstack(&handler_stack, NULL) == 0 &&
+        sigaction(SIGSEGV, &action, NULL) == 0)
+        mica_stack_floor = (uintptr_t)low + MICA_STACK_MARGIN;
+    pthread_attr_destroy(&attr);
+}
+
 static void *run_program(void *unused) {
     (void)unused;
+    watch_the_stack();
     mica_program();
     return NULL;
 }

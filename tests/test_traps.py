@@ -25,6 +25,9 @@ TRAPS = {
     "str_to_int": ("begin\n  WriteLn(StrToInt('12x'));\nend.", 2, "'12x' is not an integer"),
     "shape": ("var m : matrix of float64; s : matrix[2, 2] of float64;\nbegin\n  SetShape(address m, 3, 2);\n  s := m;\nend.",
               4, "shape mismatch: 3 rows where 2 are needed"),
+    "recursion": ("function F(n : integer) : integer;\nbegin\n  if n = 0 then result := 0 else result := F(n - 1) + 1;\n"
+                  "end;\nbegin\n  WriteLn(F(1000000000));\nend.", 1,
+                  "stack overflow: recursion too deep, or static tensors too large for the 1 GiB stack"),
     "dynamic_row": ("var m : matrix of float64; d : vector of float64;\nbegin\n  SetShape(address m, 2, 2);\n"
                     "  d := [1.0, 2.0, 3.0];\n  m[1] := d;\nend.", 5, "shape mismatch: 3 elements where 2 are needed"),
     "dynamic_row_index": ("var m : matrix of float64;\nbegin\n  SetShape(address m, 2, 2);\n  m[2] := [1.0, 2.0];\nend.",
@@ -76,3 +79,16 @@ def test_fast_tier_wraps_instead(tmp_path):
 def test_halt_sets_the_exit_status(tmp_path):
     result = run(build_text(tmp_path, _program("begin\n  WriteLn('bye');\n  Halt(3);\n  WriteLn('no');\nend.")))
     assert (result.returncode, result.stdout) == (3, "bye\n")
+
+
+STACK_OVERFLOW = "stack overflow: recursion too deep, or static tensors too large for the 1 GiB stack"
+HUGE_FRAME = ("procedure P;\nvar m : matrix[20000, 20000] of float64;\nbegin\n  m[1, 1] := 1.5;\n  WriteLn(m[1, 1]);\n"
+              "end;\nbegin\n  WriteLn('before');\n  P;\nend.")
+
+
+def test_a_frame_larger_than_the_stack_faults_into_a_message(tmp_path):
+    """At the debug tier the C compiler probes a huge frame page by page before the routine's
+    own check runs: the fault handler says what happened, naming the file (it knows no line)."""
+    result = run(build_text(tmp_path, _program(HUGE_FRAME), name="trap.mica", tier="debug"))
+    assert (result.returncode, result.stdout) == (1, "before\n")
+    assert result.stderr == f"trap.mica: {STACK_OVERFLOW}\n"

@@ -43,6 +43,7 @@ from .types import (
     has_tracked,
     is_tracked,
     plain,
+    storage_bytes,
     substitute,
 )
 
@@ -80,6 +81,7 @@ def _predeclared() -> Scope:
 
 
 TENSOR_CONSTRUCTORS = {"vector": 1, "matrix": 2, "tensor": None}
+STATIC_LIMIT_BYTES = 1 << 40
 
 
 class Analyzer:
@@ -294,7 +296,7 @@ class Analyzer:
                 return ERROR
             if low > high:
                 return self.error(t, 6002, f"array bounds {low}..{high} are empty: the low bound is above the high bound")
-            return Array(element, low, high)
+            return self.within_static_limit(t, Array(element, low, high))
         if isinstance(t, ast.DynamicArrayType):
             element = self.resolve_type(t.element, known_shape_vars=known)
             if has_tracked(element):
@@ -349,7 +351,14 @@ class Analyzer:
         element = self.tensor_element(t.element, t)
         if isinstance(element, ErrorType):
             return ERROR
-        return Tensor(element, tuple(dims), 0, self.on_gpu(t.element))
+        return self.within_static_limit(t, Tensor(element, tuple(dims), 0, self.on_gpu(t.element)))
+
+    def within_static_limit(self, where: ast.Node, t: Type) -> Type:
+        """A static type lives in place, as C storage: keep it to a size a machine can address."""
+        if storage_bytes(t) > STATIC_LIMIT_BYTES:
+            return self.error(where, 6019, f"'{t}' would take {storage_bytes(t)} bytes in place; a static type "
+                                           f"holds at most 1 TiB: use a dynamic array or tensor")
+        return t
 
     def dimension(self, d: ast.Expr, new_shape_vars, known) -> int | str | None:
         if isinstance(d, ast.Name):

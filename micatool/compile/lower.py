@@ -29,7 +29,7 @@ from .lower_expr import ExprLowering, balanced, passed_by_pointer
 from .lower_device import DeviceLowering, device_type
 from .lower_tape import TapeLowering
 from .symbols import RoutineSymbol, VarSymbol
-from .types import INTEGER_RANGES, Array, Scalar, Tensor, Tracked, Type, needs_drop, plain, substitute
+from .types import INTEGER_RANGES, Array, Scalar, storage_bytes, Tensor, Tracked, Type, needs_drop, plain, substitute
 
 def is_dynamic_row(target: ast.Expr) -> bool:
     """m[i] with m a dynamic matrix: a row that is storage inside m, not a value of its own."""
@@ -158,6 +158,7 @@ class FunctionLowering(ExprLowering, TapeLowering, DeviceLowering):
         self.copied_params: set[VarSymbol] = set()
         self.discarded: ast.Call | None = None
         self.line_now = routine.decl.pos.line if routine else 0
+        self.frame_bytes = 0  # the temporaries' storage, for the routine's stack check
 
     # ============================================================ output
 
@@ -173,6 +174,7 @@ class FunctionLowering(ExprLowering, TapeLowering, DeviceLowering):
         name = self.fresh()
         self.line(f"{self.ctype(t)} {name} = {init if init is not None else self.zero(t)};")
         self.declared = True
+        self.frame_bytes += storage_bytes(t)
         return name
 
     def declare_uninitialized(self, t: Type) -> str:
@@ -180,6 +182,7 @@ class FunctionLowering(ExprLowering, TapeLowering, DeviceLowering):
         name = self.fresh()
         self.line(f"{self.ctype(t)} {name};")
         self.declared = True
+        self.frame_bytes += storage_bytes(t)
         return name
 
     def zero(self, t: Type) -> str:
@@ -279,6 +282,10 @@ class FunctionLowering(ExprLowering, TapeLowering, DeviceLowering):
             if local.init is not None:
                 self.initialize(local)
         self.stmts(routine.decl.body)
+        frame = self.frame_bytes + sum(storage_bytes(self.concrete(v.type)) for v in routine.locals) + \
+            sum(storage_bytes(self.concrete(p.type)) for p in self.copied_params) + \
+            (storage_bytes(self.concrete(routine.result)) if routine.result is not None else 0)
+        prologue.insert(0, f"mica_enter({frame}, {routine.decl.pos.line});")
         epilogue = [self.types.drop(self.concrete(v.type), c_name(v.name)) for v in routine.locals if needs_drop(v.type)]
         epilogue += [self.types.drop(self.concrete(p.type), c_name(p.name)) for p in self.copied_params if needs_drop(p.type)]
         if routine.result_var is not None:

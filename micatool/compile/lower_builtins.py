@@ -9,7 +9,7 @@ from __future__ import annotations
 from . import ast
 from .ctypes import SUFFIX
 from .cvalue import CValue, dtype_of
-from .types import BOOLEAN, FLOAT64, INTEGER, STRING, Array, Scalar, Tracked, Type, plain
+from .types import BOOLEAN, FLOAT64, INTEGER, STRING, Array, Scalar, Tensor, Tracked, Type, plain
 
 LOWERERS = {}
 
@@ -74,8 +74,18 @@ def _write_statement(f, value: CValue, width: str, decimals: str) -> str:
 # ---------------------------------------------------------------- sizes
 
 
+def static_extent(f, call: ast.Call, axis: int) -> CValue | None:
+    """An extent known once a routine's shape variables are bound (Length(x) of x : vector[K])."""
+    t = plain(f.concrete(call.args[0].ty))
+    if isinstance(t, Tensor) and not t.is_dynamic:
+        return CValue(str(t.shape[axis]), INTEGER)
+    return None
+
+
 @lowerer("Length")
 def lower_length(f, call: ast.Call) -> CValue:
+    if (known := static_extent(f, call, 0)) is not None:
+        return known
     (v,) = _args(f, call)
     t = plain(v.type)
     v = f.borrow(v)
@@ -86,9 +96,11 @@ def lower_length(f, call: ast.Call) -> CValue:
 
 @lowerer("Rows", "Cols")
 def lower_rows(f, call: ast.Call) -> CValue:
+    axis = 0 if call.callee.ident == "Rows" else 1
+    if (known := static_extent(f, call, axis)) is not None:
+        return known
     (v,) = _args(f, call)
-    field = "rows" if call.callee.ident == "Rows" else "cols"
-    return CValue(f"{f.borrow(v).text}.{field}", INTEGER)
+    return CValue(f"{f.borrow(v).text}.{('rows', 'cols')[axis]}", INTEGER)
 
 
 @lowerer("SetLength")

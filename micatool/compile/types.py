@@ -173,6 +173,23 @@ ERROR = ErrorType()
 VOID = VoidType()
 
 
+SCALAR_BYTES = {"integer": 8, "int32": 4, "int8": 1, "uint8": 1, "float32": 4, "float64": 8, "boolean": 1, "string": 16}
+
+
+def storage_bytes(t: Type) -> int:
+    """About how many bytes a value of t holds in place (a dynamic value: its handle)."""
+    t = plain(t)
+    if isinstance(t, Scalar):
+        return SCALAR_BYTES[t.name]
+    if isinstance(t, Tensor):
+        return t.count * SCALAR_BYTES[t.element.name] if t.is_concrete and not t.on_gpu else 24
+    if isinstance(t, Array):
+        return 16 if t.is_dynamic else t.length * storage_bytes(t.element)
+    if isinstance(t, Record):
+        return sum(storage_bytes(f) for _, f in t.fields)
+    return 0
+
+
 def plain(t: Type) -> Type:
     """The type without its tracked wrapper."""
     return t.inner if isinstance(t, Tracked) else t
