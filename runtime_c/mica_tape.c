@@ -212,12 +212,13 @@ void mica_tape_walk(mica_node *root) {
     }
 }
 
-void mica_tape_backward(mica_tag *loss, const char *name, int line) {
+/* Backward(l), or Backward(v[i]) from one element of a tracked tensor (element i, row-major). */
+void mica_tape_backward(mica_tag *loss, int64_t element, const char *name, int line) {
     mica_node *root = mica_tape_loss(loss, name, line);
     if (root->dtype == MICA_F64)
-        *(double *)mica_node_grad(root) = 1.0;
+        ((double *)mica_node_grad(root))[element] = 1.0;
     else
-        *(float *)mica_node_grad(root) = 1.0f;
+        ((float *)mica_node_grad(root))[element] = 1.0f;
     mica_tape_walk(root);
 }
 

@@ -80,7 +80,7 @@ void mica_tape_value(void *out, const mica_node *n);
 /* A plain value assigned to a tracked place: the next window enrolls it afresh. */
 void mica_tag_adopt(mica_tag *tag);
 
-void mica_tape_backward(mica_tag *loss, const char *name, int line);
+void mica_tape_backward(mica_tag *loss, int64_t element, const char *name, int line);
 void mica_tape_gradient(void *out, mica_tag *tag, int dtype, int64_t count, const char *name, int line);
 
 /* The pieces the device tape (mica_gpu_tape.c) shares with the host tape. */

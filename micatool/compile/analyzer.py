@@ -102,6 +102,8 @@ class Analyzer:
         self.routine_reads: dict[RoutineSymbol, set[VarSymbol]] = {}
         self.gradient_uses: list[tuple[VarSymbol, Pos, str]] = []
         self.writing: ast.Name | None = None
+        # tracked values stored into plain places: where, what, the routine, inside a window
+        self.untrackings: list[tuple[ast.Node, str, RoutineSymbol | None, bool]] = []
 
     def error(self, where, code: int, message: str) -> Type:
         pos = where if isinstance(where, Pos) else where.pos
@@ -118,8 +120,9 @@ class Analyzer:
         self.tape_depth = 0
         self.stmts(program.body)
         self.close_over_calls()
-        tape_routines = self.close_over_windows()
+        inside, tape_routines = self.close_over_windows()
         self.check_gradient_uses(tape_routines)
+        self.check_untrackings(inside)
         return Analysis(
             self.source, program, self.global_vars, self.global_consts, self.records, self.routines, tape_routines
         )
@@ -257,7 +260,18 @@ class Analyzer:
                 self.error(pos, 5105, f"'{routine.name}' calls '{opener.name}', which opens a tape window, and windows do not nest")
         for r in inside:
             self.window_reads |= self.routine_reads.get(r, set())
-        return {r for r in inside if r.touches_tracked}
+        return inside, {r for r in inside if r.touches_tracked}
+
+    def note_untracking(self, where: ast.Node, source: Type, target: Type, what: str) -> None:
+        """A tracked value stored into a plain place; an error if it happens inside a window."""
+        if is_tracked(source) and not has_tracked(target):
+            self.untrackings.append((where, what, self.routine, self.tape_depth > 0))
+
+    def check_untrackings(self, inside: set) -> None:
+        for where, what, routine, in_window in self.untrackings:
+            if in_window or routine in inside:
+                self.error(where, 5115, f"{what} is plain, so the tracked value stored there leaves the tape and its "
+                                        f"gradient is lost; declare it tracked, or read the value after the window")
 
     def check_gradient_uses(self, tape_routines) -> None:
         for root, pos, text in self.gradient_uses:
@@ -433,6 +447,7 @@ class Analyzer:
         if isinstance(target_type, ErrorType) or isinstance(value_type, ErrorType):
             return
         self.check_assignable(value_type, target_type, s.value)
+        self.note_untracking(s.value, value_type, target_type, f"'{ast.place_text(s.target)}'")
         if has_tracked(target_type) and self.tape_depth > 0 and not isinstance(s.target, ast.Name | ast.Field | ast.Index):
             self.error(s.target, 5107, "inside a tape window a tracked place is assigned whole")
         if self.tape_depth > 0 and _writes_part_of_tracked(s.target):
@@ -981,6 +996,8 @@ class Analyzer:
                 code = 6010 if isinstance(plain(t), Tensor) and isinstance(plain(concrete), Tensor) else 4028
                 self.error(arg, code, f"argument '{param.name}' of '{routine.name}' must be '{concrete}', found '{t}'")
                 ok = False
+            else:
+                self.note_untracking(arg, t, concrete, f"parameter '{param.name}' of '{routine.name}'")
         e.binding = binding
         if routine.result is None:
             return VOID

@@ -296,3 +296,14 @@ class Program(Node):
     name: str
     decls: list[Node]
     body: list[Stmt]
+
+
+def place_text(e: Expr) -> str:
+    """A place as messages name it: `blocks[...].w`."""
+    if isinstance(e, Name):
+        return e.ident
+    if isinstance(e, Field):
+        return f"{place_text(e.base)}.{e.name}"
+    if isinstance(e, Index):
+        return f"{place_text(e.base)}[...]"
+    return "value"

@@ -20,7 +20,7 @@ from .cvalue import CValue, dims_literal, dtype_of
 from ..diagnostics import InternalError
 from .lower_device import device_type
 from .symbols import VarSymbol
-from .types import Scalar, Tensor, Tracked, Type, plain
+from .types import Array, Scalar, Tensor, Tracked, Type, plain
 
 # The kernels each device-tape operation launches, forward and backward (ptx/).
 DEVICE_KERNELS = {
@@ -251,25 +251,48 @@ class TapeLowering:
 
     # ============================================================ Backward and Gradient
 
-    def backward(self, call: ast.Call) -> CValue:
-        place = self.place(call.args[0])
-        name = _place_name(call.args[0])
-        tape = "mica_gt_backward" if device_type(place.type) else "mica_tape_backward"
-        self.line(f'{tape}(&{place.text}.tag, "{name}", {call.pos.line});')
-        return CValue("", plain(place.type))
+    def tensor_part(self, e: ast.Expr) -> tuple[ast.Expr, list[ast.Expr]] | None:
+        """v[i] or m[i, j] of a tracked tensor: the tensor's place and the indices into it."""
+        if not isinstance(e, ast.Index):
+            return None
+        t, taken = self.concrete(e.base.ty), 0
+        while taken < len(e.indices) and isinstance(plain(t), Array):
+            t, taken = plain(t).element, taken + 1
+        if taken == len(e.indices) or not (isinstance(t, Tracked) and isinstance(t.inner, Tensor)):
+            return None
+        return (e.base if taken == 0 else ast.Index(e.pos, e.base, e.indices[:taken])), e.indices[taken:]
+
+    def backward(self, call: ast.Call) -> None:
+        name, line = ast.place_text(call.args[0]), call.pos.line
+        part = self.tensor_part(call.args[0])
+        if part is not None:  # Backward(v[i]): from one element of the tensor
+            place = self.place(part[0])
+            element = self.tensor_offset("", plain(place.type), [self.value(i).text for i in part[1]], line)
+            self.line(f'mica_tape_backward(&{place.text}.tag, {element}, "{name}", {line});')
+        elif device_type(self.concrete(call.args[0].ty)):
+            self.line(f'mica_gt_backward(&{self.place(call.args[0]).text}.tag, "{name}", {line});')
+        else:
+            self.line(f'mica_tape_backward(&{self.place(call.args[0]).text}.tag, 0, "{name}", {line});')
 
     def gradient(self, call: ast.Call) -> CValue:
-        place = self.place(call.args[0])
+        name, line = ast.place_text(call.args[0]), call.pos.line
+        part = self.tensor_part(call.args[0])
+        if part is None:
+            return self.whole_gradient(call.args[0], name, line)
+        whole = self.whole_gradient(part[0], name, line)  # Gradient(v[i]): that part of the tensor's
+        return self.tensor_index(whole, plain(whole.type), [self.value(i).text for i in part[1]], line)
+
+    def whole_gradient(self, e: ast.Expr, name: str, line: int) -> CValue:
+        place = self.place(e)
         t = plain(place.type)
-        name = _place_name(call.args[0])
         if device_type(t):
             out = self.declare(t)
-            self.line(f'mica_gt_gradient(&{out}, &{place.text}.tag, {dtype_of(t)}, {t.count}, "{name}", {call.pos.line});')
+            self.line(f'mica_gt_gradient(&{out}, &{place.text}.tag, {dtype_of(t)}, {t.count}, "{name}", {line});')
             return CValue(out, t, owned=True, lvalue=True)
         out = self.declare_uninitialized(t)
         data = f"{out}.e" if isinstance(t, Tensor) else f"&{out}"
         count = t.count if isinstance(t, Tensor) else 1
-        self.line(f'mica_tape_gradient({data}, &{place.text}.tag, {dtype_of(t)}, {count}, "{name}", {call.pos.line});')
+        self.line(f'mica_tape_gradient({data}, &{place.text}.tag, {dtype_of(t)}, {count}, "{name}", {line});')
         return CValue(out, t, lvalue=True)
 
 
@@ -278,12 +301,3 @@ def _scalar_like(t: Type) -> bool:
     return isinstance(t, Scalar) or (isinstance(t, Tensor) and t.rank == 0)
 
 
-def _place_name(e: ast.Expr) -> str:
-    """The place as the program wrote it, for run-time messages."""
-    if isinstance(e, ast.Name):
-        return e.ident
-    if isinstance(e, ast.Field):
-        return f"{_place_name(e.base)}.{e.name}"
-    if isinstance(e, ast.Index):
-        return f"{_place_name(e.base)}[...]"
-    return "value"

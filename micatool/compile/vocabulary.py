@@ -323,18 +323,8 @@ def check_gradient(a, call, expected):
         return ERROR
     if a.tape_depth > 0:
         a.error(call, 5112, "Gradient inside a tape window; the gradients exist after Backward")
-    a.gradient_uses.append((symbol, call.args[0].pos, _place_text(call.args[0])))
+    a.gradient_uses.append((symbol, call.args[0].pos, ast.place_text(call.args[0])))
     return plain(t)
-
-
-def _place_text(e: ast.Expr) -> str:
-    if isinstance(e, ast.Name):
-        return e.ident
-    if isinstance(e, ast.Field):
-        return f"{_place_text(e.base)}.{e.name}"
-    if isinstance(e, ast.Index):
-        return f"{_place_text(e.base)}[...]"
-    return "?"
 
 
 # ---------------------------------------------------------------- optimizers
