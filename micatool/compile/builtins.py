@@ -324,7 +324,7 @@ def check_abs(a, call, expected):
     p = plain(t)
     if isinstance(p, Scalar) and p.is_integer:
         return INTEGER
-    if isinstance(p, Scalar) and p.is_float or isinstance(p, Tensor) and p.element.is_float and not p.is_dynamic:
+    if isinstance(p, Scalar) and p.is_float or isinstance(p, Tensor) and p.element.is_float:
         a.note_tracked_op(t)
         return t
     return wrong(a, call, call.args[0], t, "a number or a float tensor")
@@ -393,25 +393,6 @@ def check_transpose(a, call, expected):
         return Tensor(p.element, None, 2, p.on_gpu)
     result = p.with_shape(p.shape[:-2] + (p.shape[-1], p.shape[-2]))
     return Tracked(result) if is_tracked(t) else result
-
-
-@checker("Mul")
-def check_mul(a, call, expected):
-    """Mul(a, b): the elementwise product of two tensors of one shape."""
-    if not arity(a, call, 2):
-        return ERROR
-    left, right = values(a, call)
-    if isinstance(left, ErrorType) or isinstance(right, ErrorType):
-        return ERROR
-    if not (tensor_arg(a, call, call.args[0], left) and tensor_arg(a, call, call.args[1], right)):
-        return ERROR
-    lp, rp = plain(left), plain(right)
-    if lp.element != rp.element or lp.rank != rp.rank or (lp.shape and rp.shape and lp.shape != rp.shape):
-        return a.error(call, 6011, f"Mul needs two tensors of one shape, found '{left}' and '{right}'")
-    result = lp if not rp.is_dynamic else rp
-    a.note_tracked_op(left)
-    a.note_tracked_op(right)
-    return Tracked(result) if is_tracked(left) or is_tracked(right) else result
 
 
 # ---------------------------------------------------------------- crossing to and from the GPU

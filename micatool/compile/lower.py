@@ -29,7 +29,8 @@ from .lower_expr import ExprLowering, balanced, passed_by_pointer
 from .lower_device import DeviceLowering, device_type
 from .lower_tape import TapeLowering
 from .symbols import RoutineSymbol, VarSymbol
-from .types import INTEGER_RANGES, Array, Scalar, storage_bytes, Tensor, Tracked, Type, needs_drop, plain, substitute
+from .types import (INTEGER, INTEGER_RANGES, Array, Record, Scalar, Tensor, Tracked, Type, has_tracked, needs_drop, plain,
+                    storage_bytes, substitute)
 
 def is_dynamic_row(target: ast.Expr) -> bool:
     """m[i] with m a dynamic matrix: a row that is storage inside m, not a value of its own."""
@@ -339,12 +340,30 @@ class FunctionLowering(ExprLowering, TapeLowering, DeviceLowering):
             if self.in_window and isinstance(target_type, Tracked):
                 self.record_assign(s)
                 return
+            if self.in_window and has_tracked(target_type):
+                self.copy_through_the_tape(s.target, s.value, target_type, s.pos)
+                return
             if is_dynamic_row(s.target):
                 self.store_dynamic_row(s.target, s.value, s.pos.line)
                 return
             value = self.value(s.value, plain(target_type))
             target = self.place(s.target)
             self.store(target, value, s.pos.line)
+
+    def copy_through_the_tape(self, target: ast.Expr, value: ast.Expr, t: Type, pos) -> None:
+        """a := b for records or arrays holding tracked values, inside a window: part by part,
+        so each tracked part reads b's node and writes a's, as `a.w := b.w` does."""
+        if isinstance(t, Tracked) or not has_tracked(t):
+            with self.statement_scope():
+                self.stmt_Assign(ast.Assign(pos, target, value))
+            return
+        if isinstance(t, Record):
+            parts = [(ast.Field(pos, target, name, ty=ft), ast.Field(pos, value, name, ty=ft), ft) for name, ft in t.fields]
+        else:
+            parts = [(ast.Index(pos, target, [index], ty=t.element), ast.Index(pos, value, [index], ty=t.element), t.element)
+                     for index in (ast.IntLit(pos, i, ty=INTEGER, folded=i) for i in range(t.low, t.high + 1))]
+        for part_target, part_value, part_type in parts:
+            self.copy_through_the_tape(part_target, part_value, self.concrete(part_type), pos)
 
     def store_dynamic_row(self, target: ast.Index, value: ast.Expr, line: int) -> None:
         """m[i] := v for a dynamic matrix m: v's elements, as many as m has columns, into row i."""

@@ -186,6 +186,9 @@ def integer_data(f, arg: ast.Expr) -> tuple[str, str]:
     t = plain(v.type)
     if isinstance(t, Scalar):
         return f"&{f.materialize(v).text}", "1"
+    if t.is_dynamic:
+        v = f.materialize(f.borrow(v))
+        return f.data(v), f.count(v)
     return f.data(v), str(t.count)
 
 
@@ -196,13 +199,18 @@ def lower_cross_entropy(f, call: ast.Call) -> CValue:
     if records(f, call) and device_type(call.ty):
         targets = f.materialize(f.borrow(f.value(call.args[1]))).text
         return node_result(f, call, f.record("cross_entropy", f.concrete(call.ty), [f.node(call.args[0]), targets], call.pos.line))
-    targets, _ = integer_data(f, call.args[1])
+    targets, count = integer_data(f, call.args[1])
+    dynamic_targets = plain(f.concrete(call.args[1].ty)).is_dynamic if isinstance(
+        plain(call.args[1].ty), Tensor) else False
     if records(f, call):
+        logits_type = plain(f.concrete(call.args[0].ty))
+        if dynamic_targets:
+            rows = logits_type.count // logits_type.shape[-1]
+            f.line(f'mica_check_shape({count}, {rows}, {call.pos.line}, "targets");')
         return node_result(f, call, f"mica_t_cross_entropy_{s}({f.node(call.args[0])}, {targets}, {call.pos.line})")
     logits = plain_arg(f, call.args[0])
     rows, cols = vector_rows(f, logits)
-    if plain(logits.type).is_dynamic:
-        _, count = integer_data(f, call.args[1])
+    if plain(logits.type).is_dynamic or dynamic_targets:
         f.line(f'mica_check_shape({count}, {rows}, {call.pos.line}, "targets");')
     return CValue(f"mica_cross_entropy_{s}(NULL, {f.data(logits)}, {targets}, {rows}, {cols}, {call.pos.line})", t)
 

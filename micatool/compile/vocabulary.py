@@ -76,6 +76,27 @@ def check_elementwise(a, call, expected):
     return t
 
 
+@checker("Mul")
+def check_mul(a, call, expected):
+    """Mul(a, b): the elementwise product of two tensors of one shape."""
+    if not arity(a, call, 2):
+        return ERROR
+    left, right = values(a, call)
+    if isinstance(left, ErrorType) or isinstance(right, ErrorType):
+        return ERROR
+    if not (tensor_arg(a, call, call.args[0], left) and tensor_arg(a, call, call.args[1], right)):
+        return ERROR
+    if mixes_dynamic_with_tracked(a, call, [left, right]):
+        return ERROR
+    lp, rp = plain(left), plain(right)
+    if lp.element != rp.element or lp.rank != rp.rank or (lp.shape and rp.shape and lp.shape != rp.shape):
+        return a.error(call, 6011, f"Mul needs two tensors of one shape, found '{left}' and '{right}'")
+    result = lp if not rp.is_dynamic else rp
+    a.note_tracked_op(left)
+    a.note_tracked_op(right)
+    return Tracked(result) if is_tracked(left) or is_tracked(right) else result
+
+
 # ---------------------------------------------------------------- reductions
 
 
