@@ -157,7 +157,7 @@ double mica_str_to_f64(mica_string s, int line);
 mica_string mica_str_upper(mica_string s);
 mica_string mica_str_lower(mica_string s);
 mica_string mica_str_trim(mica_string s);
-mica_string mica_param_str(int64_t i, int line);
+mica_string mica_param_str(int64_t i);
 mica_string mica_read_file(mica_string path, int line);
 void mica_write_file(mica_string path, mica_string text, int line);
 int mica_write_atomically(const char *name, const void *data, size_t size); /* 0 or errno */

@@ -59,8 +59,9 @@ int64_t mica_param_count(void) {
     return program_argc - 1;
 }
 
-mica_string mica_param_str(int64_t i, int line) {
-    if (i < 0 || i >= program_argc) mica_trapf(line, "ParamStr(%lld): there are %d arguments", (long long)i, program_argc - 1);
+/* Past the last argument, ParamStr is the empty string, as in Delphi. */
+mica_string mica_param_str(int64_t i) {
+    if (i < 0 || i >= program_argc) return mica_str_lit("", 0);
     return mica_str_lit(program_argv[i], (int64_t)strlen(program_argv[i]));
 }
 

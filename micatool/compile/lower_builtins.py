@@ -155,7 +155,7 @@ LOWERERS.update(
         "LowerCase": _runtime_call("mica_str_lower", STRING),
         "Trim": _runtime_call("mica_str_trim", STRING),
         "ParamCount": _runtime_call("mica_param_count", INTEGER),
-        "ParamStr": _runtime_call("mica_param_str", STRING, with_line=True),
+        "ParamStr": _runtime_call("mica_param_str", STRING),
         "Halt": _runtime_call("mica_halt", None),
         "Clock": _runtime_call("mica_clock", FLOAT64),
         "ReadFile": _runtime_call("mica_read_file", STRING, with_line=True),

@@ -40,7 +40,8 @@ def parse(source: SourceFile) -> ast.Program:
     except lark.exceptions.UnexpectedToken as e:
         _syntax_error(reporter, source, e)
     except lark.exceptions.UnexpectedEOF as e:  # raised by some lark paths instead of $END tokens
-        reporter.error(_end_pos(source), 2002, "unexpected end of file" + _expected_text(e.expected))
+        if not _reported_unclosed_comment(reporter, source, None):
+            reporter.error(_end_pos(source), 2002, "unexpected end of file" + _expected_text(e.expected))
     reporter.check()
     program = Builder(reporter).transform(tree)
     reporter.check()
@@ -114,9 +115,49 @@ def _end_pos(source: SourceFile) -> Pos:
     return Pos(len(lines), len(lines[-1]) + 1)
 
 
+def _unclosed_paren_comment(text: str) -> int | None:
+    """Where a `(*` comment opens that no `*)` closes. `(` and `*` are tokens of their
+    own, so the lexer cannot see this; a scan that skips strings and other comments can."""
+    i = 0
+    while i < len(text):
+        two = text[i:i + 2]
+        if text[i] == "'":
+            end = text.find("'", i + 1)
+            while end != -1 and text[end + 1:end + 2] == "'":  # a doubled quote stays inside
+                end = text.find("'", end + 2)
+            i = len(text) if end == -1 else end + 1
+        elif text[i] == "{":
+            end = text.find("}", i)
+            i = len(text) if end == -1 else end + 1
+        elif two == "//":
+            end = text.find("\n", i)
+            i = len(text) if end == -1 else end + 1
+        elif two == "(*":
+            end = text.find("*)", i + 2)
+            if end == -1:
+                return i
+            i = end + 2
+        else:
+            i += 1
+    return None
+
+
+def _reported_unclosed_comment(reporter: Reporter, source: SourceFile, before: int | None) -> bool:
+    """An unclosed `(*` ahead of a syntax error is the error's cause: say so (1003)."""
+    opened = _unclosed_paren_comment(source.text)
+    if opened is None or (before is not None and opened > before):
+        return False
+    line = source.text.count("\n", 0, opened) + 1
+    column = opened - (source.text.rfind("\n", 0, opened) + 1) + 1
+    reporter.error(Pos(line, column), 1003, "unterminated comment: no closing '*)' before the end of the file")
+    return True
+
+
 def _syntax_error(reporter: Reporter, source: SourceFile, e: lark.exceptions.UnexpectedToken) -> None:
     token = e.token
     expected = set(e.expected)
+    if _reported_unclosed_comment(reporter, source, token.start_pos):
+        return
     if token.type == "$END":
         reporter.error(_end_pos(source), 2002, "unexpected end of file" + _expected_text(expected))
         return
