@@ -41,6 +41,7 @@ from .types import (
     Tracked,
     Type,
     has_tracked,
+    holds_dynamic,
     is_tracked,
     plain,
     storage_bytes,
@@ -104,6 +105,7 @@ class Analyzer:
         self.writing: ast.Name | None = None
         # tracked values stored into plain places: where, what, the routine, inside a window
         self.untrackings: list[tuple[ast.Node, str, RoutineSymbol | None, bool]] = []
+        self.calls_lending: list[tuple[ast.Call, RoutineSymbol]] = []  # calls with address arguments
 
     def error(self, where, code: int, message: str) -> Type:
         pos = where if isinstance(where, Pos) else where.pos
@@ -120,6 +122,7 @@ class Analyzer:
         self.tape_depth = 0
         self.stmts(program.body)
         self.close_over_calls()
+        self.check_lent_elements()
         inside, tape_routines = self.close_over_windows()
         self.check_gradient_uses(tape_routines)
         self.check_untrackings(inside)
@@ -232,8 +235,10 @@ class Analyzer:
             changed = False
             for routine in self.routines:
                 for callee in routine.calls:
-                    if not callee.global_writes <= routine.global_writes:
+                    if not (callee.global_writes <= routine.global_writes and
+                            callee.global_resizes <= routine.global_resizes):
                         routine.global_writes |= callee.global_writes
+                        routine.global_resizes |= callee.global_resizes
                         changed = True
 
     def close_over_windows(self) -> set:
@@ -566,6 +571,8 @@ class Analyzer:
             symbol.assigned = True
         if symbol.role == "global" and self.routine is not None:
             self.routine.global_writes.add(symbol)
+            if holds_dynamic(t):
+                self.routine.global_resizes.add(symbol)
         return t
 
     def address_arg(self, arg: ast.Expr, what: str = "") -> Type:
@@ -580,8 +587,25 @@ class Analyzer:
         if isinstance(t, ErrorType):
             return ERROR
         if has_tracked(t):
-            return self.error(arg, 5119, _not_addressable(t))
-        return t
+            arg.ty = self.error(arg, 5119, _not_addressable(t))
+        elif is_dynamic_row(arg.place):
+            arg.ty = self.error(arg, 5008, "a row of a dynamic matrix has no storage of its own to lend; copy it into "
+                                         "a vector variable, or lend the whole matrix")
+        return arg.ty
+
+    def check_lent_elements(self) -> None:
+        """An element of dynamic storage lent to a routine that may resize that storage
+        would be written after it moved (5009)."""
+        for call, routine in self.calls_lending:
+            lent = [a for a, p in zip(call.args, routine.params)
+                    if p.by_address and isinstance(a, ast.AddressArg) and not isinstance(a.ty, ErrorType)]
+            whole = {root_name(a.place).symbol for a in lent if holds_dynamic(a.place.ty)}
+            for arg in lent:
+                inside = _dynamic_storage_roots(arg.place)
+                if inside and (inside & (routine.global_resizes | whole)):
+                    self.error(arg, 5009, f"'{routine.name}' may resize the storage that '{ast.place_text(arg.place)}' "
+                                          f"lives in, and would then write where it used to be; lend a variable "
+                                          f"holding the element, and store it back after the call")
 
     # ============================================================ expressions
 
@@ -957,6 +981,8 @@ class Analyzer:
             for arg in e.args:
                 self.expr(arg.place if isinstance(arg, ast.AddressArg) else arg)
             return self.error(e, 4027, f"'{routine.name}' takes {_count(len(routine.params), 'argument')}, found {len(e.args)}")
+        if any(p.by_address for p in routine.params):
+            self.calls_lending.append((e, routine))
         binding: dict[str, object] = {}
         ok = True
         for arg, param in zip(e.args, routine.params):
@@ -1073,6 +1099,38 @@ def _not_addressable(t: Type) -> str:
 
 def _count(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def is_dynamic_row(target: ast.Expr) -> bool:
+    """m[i] with m a dynamic matrix: a row that is storage inside m, not a value of its own."""
+    if not isinstance(target, ast.Index):
+        return False
+    t, left = plain(target.base.ty), len(target.indices)
+    while left and isinstance(t, Array):
+        t, left = plain(t.element), left - 1
+    return isinstance(t, Tensor) and t.is_dynamic and 0 < left < t.rank
+
+
+def _dynamic_storage_roots(place: ast.Expr) -> set:
+    """The variable whose dynamic storage holds the place, when an index reaches into some."""
+    e = place
+    while isinstance(e, ast.Field | ast.Index):
+        if isinstance(e, ast.Index) and _indexes_dynamic_storage(e):
+            root = root_name(place)
+            return {root.symbol} if root is not None else set()
+        e = e.base
+    return set()
+
+
+def _indexes_dynamic_storage(e: ast.Index) -> bool:
+    t = plain(e.base.ty)
+    for _ in e.indices:
+        if isinstance(t, Array | Tensor) and t.is_dynamic:
+            return True
+        if not isinstance(t, Array):
+            return False
+        t = plain(t.element)
+    return False
 
 
 def root_name(e: ast.Expr) -> ast.Name | None:

@@ -22,24 +22,15 @@ import jinja2
 
 from .. import __version__
 from . import ast, lower_vocabulary  # noqa: F401  (lower_vocabulary registers its lowerers)
-from .analyzer import Analysis
+from .analyzer import Analysis, is_dynamic_row
 from .ctypes import SUFFIX, CTypes, c_name
 from .cvalue import CValue
 from .lower_expr import ExprLowering, balanced, passed_by_pointer
 from .lower_device import DeviceLowering, device_type
 from .lower_tape import TapeLowering
 from .symbols import RoutineSymbol, VarSymbol
-from .types import (INTEGER, INTEGER_RANGES, Array, Record, Scalar, Tensor, Tracked, Type, has_tracked, needs_drop, plain,
+from .types import (INTEGER, INTEGER_RANGES, Record, Scalar, Tensor, Tracked, Type, has_tracked, needs_drop, plain,
                     storage_bytes, substitute)
-
-def is_dynamic_row(target: ast.Expr) -> bool:
-    """m[i] with m a dynamic matrix: a row that is storage inside m, not a value of its own."""
-    if not isinstance(target, ast.Index) or not isinstance(plain(target.ty), Tensor):
-        return False
-    whole = plain(target.base.ty)
-    return isinstance(whole, Tensor) and whole.is_dynamic or isinstance(whole, Array) and \
-        isinstance(plain(whole.element), Tensor) and plain(whole.element).is_dynamic
-
 
 _templates = jinja2.Environment(
     loader=jinja2.FunctionLoader(lambda name: resources.files(__package__).joinpath("templates", name).read_text()),
@@ -446,7 +437,7 @@ class FunctionLowering(ExprLowering, TapeLowering, DeviceLowering):
 
     def stmt_For(self, s: ast.For):
         var = self.place(s.var)
-        low, high = self.fresh(), self.fresh()
+        low, high, count = self.fresh(), self.fresh(), self.fresh()
         var_type = plain(self.concrete(s.var.ty))
         self.line("{")
         with self.indented():
@@ -456,11 +447,13 @@ class FunctionLowering(ExprLowering, TapeLowering, DeviceLowering):
             compare, step = (">=", "--") if s.downward else ("<=", "++")
             self.line(f"if ({low} {compare} {high}) {{")
             with self.indented():
-                self.line(f"for ({var.text} = {low};; {var.text}{step}) {{")
+                # the loop counts on its own: a routine writing the variable cannot keep it going
+                self.line(f"for (int64_t {count} = {low};; {count}{step}) {{")
                 with self.indented():
+                    self.line(f"{var.text} = {count};")
                     loop = Loop(self.fresh("mica_next"), self.window_here)
                     self.loop_body(loop, lambda: self.stmt(s.body))
-                    self.line(f"if ({var.text} == {high}) break;")
+                    self.line(f"if ({count} == {high}) break;")
                 self.line("}")
             self.line("}")
         self.line("}")

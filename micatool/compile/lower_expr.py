@@ -482,7 +482,9 @@ class ExprLowering:
             value = self.argument(arg, param_type)
             aliased = _root(arg) in written and not value.owned
             if passed_by_pointer(param_type):
-                if aliased:
+                if aliased and needs_drop(value.type):  # a deep copy: strings and dynamic parts too
+                    value = self.borrow(CValue(self.types.copy(value.type, value.text), value.type, owned=True))
+                elif aliased:
                     value = CValue(self.declare(value.type, value.text), value.type, lvalue=True)
                 args.append(f"&{self.materialize(value).text}")
             elif needs_drop(param_type):

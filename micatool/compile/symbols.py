@@ -60,6 +60,7 @@ class RoutineSymbol(Symbol):
     shape_vars: list[str] = field(default_factory=list)
     calls: set = field(default_factory=set)  # routines this one calls
     global_writes: set = field(default_factory=set)  # globals it may write, through its callees too
+    global_resizes: set = field(default_factory=set)  # globals whose dynamic storage it may replace
     touches_tracked: bool = False  # reads or writes tracked values
     has_tape: bool = False  # holds a tape window
 

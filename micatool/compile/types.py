@@ -210,6 +210,18 @@ def has_tracked(t: Type) -> bool:
     return False
 
 
+def holds_dynamic(t: Type) -> bool:
+    """Does a value of t own storage that an assignment or a resize may replace?"""
+    t = plain(t)
+    if isinstance(t, Array):
+        return t.is_dynamic or holds_dynamic(t.element)
+    if isinstance(t, Tensor):
+        return t.is_dynamic
+    if isinstance(t, Record):
+        return any(holds_dynamic(f) for _, f in t.fields)
+    return False
+
+
 def needs_drop(t: Type) -> bool:
     """Does a value of this type own heap storage (strings, dynamic arrays and tensors)?"""
     if t == STRING:
