@@ -27,6 +27,8 @@ _Noreturn void mica_trap(int line, const char *what);
 _Noreturn void mica_trapf(int line, const char *format, ...);
 _Noreturn void mica_halt(int64_t code);
 void *mica_alloc(size_t bytes, int line); /* zeroed; traps when memory runs out */
+void *mica_alloc_elements(int64_t count, size_t size, int line);
+int64_t mica_extent_product(int64_t rows, int64_t cols, int line);
 void mica_free(void *p);
 
 int64_t mica_param_count(void);

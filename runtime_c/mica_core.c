@@ -51,6 +51,15 @@ void *mica_alloc(size_t bytes, int line) {
     return p;
 }
 
+/* count elements of size bytes each, zeroed; a count no memory could hold traps
+ * instead of wrapping around to a small allocation. */
+void *mica_alloc_elements(int64_t count, size_t size, int line) {
+    size_t bytes;
+    if (count < 0 || __builtin_mul_overflow((size_t)count, size, &bytes))
+        mica_trapf(line, "out of memory: %lld elements of %zu bytes", (long long)count, size);
+    return mica_alloc(bytes, line);
+}
+
 void mica_free(void *p) {
     free(p);
 }

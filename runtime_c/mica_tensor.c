@@ -9,7 +9,7 @@
 #include <string.h>
 
 void *mica_resize(void *data, int64_t old_count, int64_t new_count, size_t size, int line) {
-    void *fresh = mica_alloc((size_t)new_count * size, line);
+    void *fresh = mica_alloc_elements(new_count, size, line);
     int64_t keep = old_count < new_count ? old_count : new_count;
     if (data != NULL && keep > 0) memcpy(fresh, data, (size_t)keep * size);
     mica_free(data);
@@ -20,6 +20,15 @@ void *mica_clone(const void *data, int64_t count, size_t size) {
     void *copy = mica_alloc((size_t)count * size, 0);
     if (count > 0) memcpy(copy, data, (size_t)count * size);
     return copy;
+}
+
+/* rows * cols of a dynamic tensor, which must be a count memory could hold. */
+int64_t mica_extent_product(int64_t rows, int64_t cols, int line) {
+    int64_t count;
+    if (rows < 0 || cols < 0) mica_trapf(line, "negative extent [%lld, %lld]", (long long)rows, (long long)cols);
+    if (__builtin_mul_overflow(rows, cols, &count))
+        mica_trapf(line, "out of memory: [%lld, %lld] elements", (long long)rows, (long long)cols);
+    return count;
 }
 
 void mica_check_shape(int64_t got, int64_t want, int line, const char *what) {

@@ -39,6 +39,10 @@ EVERY_TIER = {
     "modulo": ("var i, j : integer;\nbegin\n  j := 0;\n  i := 7 mod j;\nend.", 4, "division by zero"),
     "trunc": ("var x : float64;\nbegin\n  x := 1e300;\n  WriteLn(Trunc(x));\nend.", 4,
               "Trunc of 1e+300 does not fit in an integer"),
+    "huge_length": ("var d : array of integer;\nbegin\n  SetLength(d, 4611686018427387904);\nend.", 3,
+                    "out of memory: 4611686018427387904 elements of 8 bytes"),
+    "huge_shape": ("var m : matrix of float64;\nbegin\n  SetShape(address m, 4294967296, 4294967296);\nend.", 3,
+                   "out of memory: [4294967296, 4294967296] elements"),
     "read_file": ("begin\n  WriteLn(ReadFile('/no/such/file'));\nend.", 2,
                   "cannot read '/no/such/file': No such file or directory"),
 }
