@@ -6,6 +6,7 @@ diagnostic) and to_c (lowering) in that order; nothing flows back upstream.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from ..diagnostics import CompileError, Diagnostic, Pos, SourceFile
@@ -34,7 +35,13 @@ def load_source(path: str) -> SourceFile:
     return SourceFile(path, text)
 
 
+# The stages walk the tree recursively, a few Python frames per level; the
+# parser lets a program nest up to parser.MAX_NESTING levels.
+RECURSION_LIMIT = 20_000
+
+
 def front_end(source: SourceFile) -> Analysis:
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     return analyze(source, parse(source))
 
 

@@ -43,12 +43,34 @@ def parse(source: SourceFile) -> ast.Program:
         if not _reported_unclosed_comment(reporter, source, None):
             reporter.error(_end_pos(source), 2002, "unexpected end of file" + _expected_text(e.expected))
     reporter.check()
+    _check_nesting(reporter, tree)
     program = Builder(reporter).transform(tree)
     reporter.check()
     return program
 
 
 # ---------------------------------------------------------------- errors
+
+# How deep the syntax tree may nest (a block or a call is two levels, a term of
+# a sum one): the later stages walk the tree recursively, and the C compiler
+# limits its own nesting too. Real programs stay under 30.
+MAX_NESTING = 2000
+
+
+def _check_nesting(reporter: Reporter, tree: lark.Tree) -> None:
+    deepest, stack = None, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING and not node.meta.empty:
+            deepest = node
+            break
+        stack.extend((child, depth + 1) for child in node.children if isinstance(child, lark.Tree))
+    if deepest is not None:
+        reporter.error(Pos(deepest.meta.line, deepest.meta.column), 2010,
+                       f"the program nests more than {MAX_NESTING} levels deep here; split the expression or the "
+                       f"blocks into smaller pieces")
+        reporter.check()
+
 
 
 def _lexical_error(reporter: Reporter, source: SourceFile, e: lark.exceptions.UnexpectedCharacters) -> None:
