@@ -384,12 +384,19 @@ class Analyzer:
             symbol = self.scope.lookup(d.ident)
             if d.ident in known:
                 return d.ident
+            if isinstance(symbol, TypeSymbol):
+                self.error(d, 4005, f"'{d.ident}' is a type; a dimension is a constant or a shape variable")
+                return None
+            if not isinstance(symbol, ConstSymbol) and new_shape_vars is not None:
+                new_shape_vars.append(d.ident)  # any name but a constant's: a shape variable (it shadows)
+                known.add(d.ident)
+                return d.ident
             if symbol is None or isinstance(symbol, ShapeVarSymbol):
-                if new_shape_vars is not None:
-                    new_shape_vars.append(d.ident)
-                    known.add(d.ident)
-                    return d.ident
                 self.error(d, 3001, f"unknown name '{d.ident}' in a dimension; shape variables are introduced by parameter types")
+                return None
+            if not isinstance(symbol, ConstSymbol):
+                self.error(d, 4005, f"a dimension is a constant, and '{d.ident}' is not one; shape variables are "
+                                    f"introduced by parameter types")
                 return None
         if self.mentions_shape_var(d, known):
             self.error(d, 6004, "a shape variable must stand alone as a dimension")
@@ -417,7 +424,7 @@ class Analyzer:
                     self.error(decl, 3004, f"field '{field_name}' appears twice in the record")
                 seen.add(field_name)
                 fields.append((field_name, ft))
-        record = Record(name or f"record_{len(self.records) + 1}", tuple(fields))
+        record = Record(name or f"record_{len(self.records) + 1}", tuple(fields), anonymous=name is None)
         self.records.append(record)
         return record
 
@@ -683,7 +690,8 @@ class Analyzer:
             names = [n for n, _ in base.fields]
             hint = difflib.get_close_matches(e.name, names, 1)
             extra = f"; did you mean '{hint[0]}'?" if hint else ""
-            return self.error(e, 3005, f"record '{base.name}' has no field '{e.name}'{extra}")
+            which = f"the {base}" if base.anonymous else f"record '{base}'"
+            return self.error(e, 3005, f"{which} has no field '{e.name}'{extra}")
         return t
 
     def expr_Index(self, e: ast.Index, expected):
@@ -986,6 +994,10 @@ class Analyzer:
         binding: dict[str, object] = {}
         ok = True
         for arg, param in zip(e.args, routine.params):
+            if isinstance(param.type, ErrorType):  # reported at the declaration already
+                self.expr(arg.place if isinstance(arg, ast.AddressArg) else arg)
+                ok = False
+                continue
             if param.by_address:
                 t = self.address_arg(arg, f"parameter '{param.name}'")
             else:

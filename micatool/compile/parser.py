@@ -189,7 +189,7 @@ def _syntax_error(reporter: Reporter, source: SourceFile, e: lark.exceptions.Une
         reporter.error(pos, 2004, f"'{token.value}' is not a keyword: keywords are lowercase ('{token.value.lower()}')")
     elif token.value == "else" and "SEMICOLON" in expected:
         reporter.error(pos, 2006, "';' before 'else' ends the if statement; remove the ';'")
-    elif token.value in KEYWORDS and "NAME" in expected and token.value not in ("true", "false", "not"):
+    elif token.value in KEYWORDS and "NAME" in expected:
         reporter.error(pos, 2005, f"'{token.value}' is a reserved keyword and cannot be used as a name here")
     elif token.value == "=" and "':='" in {_describe_terminal(t) for t in expected}:
         reporter.error(pos, 2007, "'=' compares; assignment is ':='")
@@ -371,7 +371,11 @@ class Builder(Transformer):
         return ast.FloatLit(_pos(token), token.value, value)
 
     def malformed_float(self, meta, token):
-        self.reporter.error(_pos(token), 1005, "malformed number: a float needs digits after '.' (write 1.0, not 1.)")
+        if "." in token.value and not token.value.split(".")[1][:1].isdigit():
+            why = "a float needs digits after '.' (write 1.0, not 1.)"
+        else:
+            why = "an exponent needs digits (write 1.5e3, not 1.5e)"
+        self.reporter.error(_pos(token), 1005, f"malformed number: {why}")
         return ast.FloatLit(_pos(token), token.value, 0.0)
 
     def str_lit(self, meta, token):

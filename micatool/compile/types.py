@@ -132,6 +132,7 @@ class Record(Type):
 
     name: str
     fields: tuple[tuple[str, Type], ...]
+    anonymous: bool = False  # `var r : record ... end`: named in C, not in messages
 
     def field(self, name: str) -> Type | None:
         for field_name, field_type in self.fields:
@@ -140,6 +141,8 @@ class Record(Type):
         return None
 
     def __str__(self) -> str:
+        if self.anonymous:
+            return f"record ({', '.join(name for name, _ in self.fields)})"
         return self.name
 
 
