@@ -32,7 +32,7 @@ def load_source(path: str) -> SourceFile:
         col = len(good) - (good.rfind("\n") + 1) + 1
         source = SourceFile(path, good)
         raise CompileError([Diagnostic(source, Pos(line, col), 1007, f"the file is not valid UTF-8 (byte 0x{data[e.start]:02x})")]) from None
-    return SourceFile(path, text)
+    return SourceFile(path, text.removeprefix("\ufeff"))  # a byte-order mark is no part of the program
 
 
 # The stages walk the tree recursively, a few Python frames per level; the

@@ -27,6 +27,7 @@ from .symbols import (
 from .types import (
     BOOLEAN,
     ERROR,
+    FLOAT32,
     FLOAT64,
     INTEGER,
     INTEGER_RANGES,
@@ -83,6 +84,7 @@ def _predeclared() -> Scope:
 
 TENSOR_CONSTRUCTORS = {"vector": 1, "matrix": 2, "tensor": None}
 STATIC_LIMIT_BYTES = 1 << 40
+FLOAT32_OVERFLOW = 3.4028235677973366e38  # the least magnitude that rounds to float32's infinity
 
 
 class Analyzer:
@@ -1048,6 +1050,8 @@ class Analyzer:
         if s == t:
             return True
         if isinstance(s, Scalar) and isinstance(t, Scalar):
+            if t == FLOAT32 and isinstance(e.folded, int | float) and not isinstance(e.folded, bool):
+                return abs(e.folded) < FLOAT32_OVERFLOW  # a constant that would round to infinity does not fit
             if t.is_float and s.is_numeric:
                 return True
             if t.is_integer and s.is_integer:
@@ -1082,7 +1086,7 @@ class Analyzer:
             self.error(e, 6010, f"cannot assign '{source}' to '{target}': the shapes differ")
         elif isinstance(s, Scalar) and s.is_float and isinstance(t, Scalar) and t.is_integer:
             self.error(e, 4029, f"cannot assign '{source}' to '{target}': convert with Trunc or Round")
-        elif isinstance(s, Scalar) and s.is_integer and isinstance(t, Scalar) and t.is_integer:
+        elif isinstance(s, Scalar) and s.is_numeric and isinstance(t, Scalar) and t.is_numeric:
             self.error(e, 4030, f"the value {e.folded} does not fit in '{t}'")
         else:
             self.error(e, 4031, f"cannot assign '{source}' to '{target}'")
