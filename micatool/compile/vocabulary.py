@@ -91,10 +91,8 @@ def check_mul(a, call, expected):
     lp, rp = plain(left), plain(right)
     if lp.element != rp.element or lp.rank != rp.rank or (lp.shape and rp.shape and lp.shape != rp.shape):
         return a.error(call, 6011, f"Mul needs two tensors of one shape, found '{left}' and '{right}'")
-    result = lp if not rp.is_dynamic else rp
-    a.note_tracked_op(left)
-    a.note_tracked_op(right)
-    return Tracked(result) if is_tracked(left) or is_tracked(right) else result
+    touch(a, left, right)
+    return tracked_if(lp if not rp.is_dynamic else rp, left, right)
 
 
 # ---------------------------------------------------------------- reductions
