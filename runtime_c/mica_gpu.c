@@ -170,6 +170,7 @@ uint64_t mica_dev_read(const mica_dev *d, int64_t bytes, int line) {
 }
 
 void mica_dev_assign(mica_dev *dst, mica_dev src, int line) {
+    need_device(line); /* a device operation, even when it moves only zeros */
     if (dst->ptr == src.ptr) return;
     if (src.ptr == 0) { /* a place never written: the copy holds zeros too, reserved when first used */
         mica_dev_drop(dst);
@@ -197,11 +198,11 @@ void mica_dev_upload(mica_dev *dst, const void *host, int64_t bytes, int line) {
 }
 
 void mica_dev_download(void *host, mica_dev src, int64_t bytes, int line) {
+    need_device(line);
     if (src.ptr == 0) { /* never written: zeros */
         memset(host, 0, (size_t)bytes);
         return;
     }
-    need_device(line);
     check(cu.to_host(host, src.ptr, (size_t)bytes), "copy to the host", line);
 }
 

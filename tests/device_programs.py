@@ -236,6 +236,53 @@ begin
 end.
 """
 
+# Numbers on the device: device scalars join as host numbers do (float32 with
+# float64 gives float64, a constant takes the other side's type), host integers
+# index device tables, and a named tensor type moves with `on gpu`.
+NUMBERS = """program DeviceNumbers;
+{ numbers on the GPU join as host numbers do; host integers index device tables; a named tensor type moves }
+type
+    Row = vector[4] of FLOAT;
+var
+    f : float32;
+    d : float64;
+    i, k : integer;
+    sd, td : float32 on gpu;
+    ud : float64 on gpu;
+    tab : matrix[3, 2] of FLOAT;
+    tabd : matrix[3, 2] of FLOAT on gpu;
+    w : tracked matrix[3, 2] of FLOAT on gpu;
+    l : tracked FLOAT on gpu;
+    r : Row on gpu;
+begin
+    f := 0.1;
+    d := 0.1;
+    i := 3;
+    sd := ToDevice(f);
+    td := ToDevice(d);
+    ud := ToDevice(i);
+    WriteLn('f32 * f64 ', ToHost(sd * d), ' constant ', ToHost(sd * 0.1));
+    WriteLn('over ', ToHost(d / sd), ' ', ToHost(1.0 / sd), ' ', ToHost(i / sd));
+    WriteLn('device f32 * f64 ', ToHost(sd * ud), ' ', ToHost(ud - sd));
+    WriteLn('f32 + f32 ', ToHost(td + sd), ' integers ', ToHost(2 * sd), ' ', ToHost(sd - i));
+    WriteLn('converted on the way ', ToHost(td), ' ', ToHost(ud));
+    tab := [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]];
+    tabd := ToDevice(tab);
+    k := 1;
+    r := ToDevice(FLOAT([0.5, 1.0, -1.0, 2.0]));
+    WriteLn('gather ', ToHost(Gather(tabd, k)), ' ', ToHost(Gather(tabd, 2)));
+    WriteLn('cross entropy ', ToHost(CrossEntropy(r, 3)), ' ', ToHost(CrossEntropy(r, k)));
+    WriteLn('named type ', ToHost(r * 2));
+    w := ToDevice(tab);
+    tape
+        l := Sum(Gather(w, k)) * 2.0 + Sum(Gather(w, 0));
+    end;
+    Backward(l);
+    WriteLn('loss ', ToHost(l));
+    WriteLn('gradient ', ToHost(Gradient(w)));
+end.
+"""
+
 # Every operation the device tape records, its backward walk, Gradient, and the
 # optimizer steps on device storage. Host and device must agree on every gradient.
 TAPE = """program DeviceTape;
@@ -301,10 +348,13 @@ end.
 
 ELEMENTWISE_KERNELS = {"add", "sub", "add_rows", "sub_rows", "scale", "divide", "shift", "rsub", "neg", "mul", "div",
                        "scale_at", "divide_at", "shift_at", "rsub_at", "each_tanh"}
-# Each program's kernels: `_FLOAT` is added to a name that has neither placeholder.
+# Each program's kernels: `_FLOAT` is added to a name that has neither placeholder nor a type of its own.
 PROGRAMS = {
     "arithmetic": (ARITHMETIC, ELEMENTWISE_KERNELS | {"convert_OTHER_FLOAT", "convert_FLOAT_OTHER", "scale_OTHER"}),
     "products": (PRODUCTS, {"gemm", "transpose", "causal_mask", "softmax_rows", "scale"}),
+    "numbers": (NUMBERS, {"accumulate", "add", "cross_entropy_rows", "gather", "gather_back", "mean", "scale", "scale_back",
+                          "sum", "sum_back", "add_f32", "convert_f64_f32", "div_f32", "div_f64", "mul_f64", "scale_f32",
+                          "scale_f64", "shift_f32", "sub_f64"}),
     "functions": (FUNCTIONS, {f"each_{f}" for f in ("tanh", "exp", "log", "sqrt", "relu", "gelu", "silu", "sigmoid",
                                                     "abs")}
                   | {"sum", "mean", "max", "softmax_rows", "layernorm_rows", "rmsnorm_rows", "scale", "add_rows",

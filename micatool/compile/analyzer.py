@@ -44,6 +44,7 @@ from .types import (
     has_tracked,
     holds_dynamic,
     is_tracked,
+    element_of,
     plain,
     storage_bytes,
     substitute,
@@ -105,8 +106,8 @@ class Analyzer:
         self.routine_reads: dict[RoutineSymbol, set[VarSymbol]] = {}
         self.gradient_uses: list[tuple[VarSymbol, Pos, str]] = []
         self.writing: ast.Name | None = None
-        # tracked values stored into plain places: where, what, the routine, inside a window
-        self.untrackings: list[tuple[ast.Node, str, RoutineSymbol | None, bool]] = []
+        # where gradients would end: the place, the diagnostic, the routine, inside a window
+        self.untrackings: list[tuple[ast.Node, int, str, RoutineSymbol | None, bool]] = []
         self.calls_lending: list[tuple[ast.Call, RoutineSymbol]] = []  # calls with address arguments
 
     def error(self, where, code: int, message: str) -> Type:
@@ -272,13 +273,18 @@ class Analyzer:
     def note_untracking(self, where: ast.Node, source: Type, target: Type, what: str) -> None:
         """A tracked value stored into a plain place; an error if it happens inside a window."""
         if is_tracked(source) and not has_tracked(target):
-            self.untrackings.append((where, what, self.routine, self.tape_depth > 0))
+            self.note_tape_loss(where, 5115, f"{what} is plain, so the tracked value stored there leaves the tape and "
+                                             f"its gradient is lost; declare it tracked, or read the value after the window")
+
+    def note_tape_loss(self, where: ast.Node, code: int, message: str) -> None:
+        """Where a gradient would silently end: an error once it is known to run inside a window
+        (here, or in a routine that windows call)."""
+        self.untrackings.append((where, code, message, self.routine, self.tape_depth > 0))
 
     def check_untrackings(self, inside: set) -> None:
-        for where, what, routine, in_window in self.untrackings:
+        for where, code, message, routine, in_window in self.untrackings:
             if in_window or routine in inside:
-                self.error(where, 5115, f"{what} is plain, so the tracked value stored there leaves the tape and its "
-                                        f"gradient is lost; declare it tracked, or read the value after the window")
+                self.error(where, code, message)
 
     def check_gradient_uses(self, tape_routines) -> None:
         for root, pos, text in self.gradient_uses:
@@ -342,6 +348,10 @@ class Analyzer:
                 return ERROR
             if isinstance(inner, Scalar) and inner.is_numeric:
                 return Tensor(inner, (), 0, True)  # a device scalar
+            if isinstance(inner, Tensor) and inner.is_dynamic:
+                return self.error(t, 7008, "a GPU tensor needs a static shape: its storage is allocated on the device")
+            if isinstance(inner, Tensor):  # a named tensor type, moved
+                return Tensor(inner.element, inner.shape, 0, True)
             return self.error(t, 7009, f"'on gpu' applies to numbers and static tensors, not '{inner}'")
         raise AssertionError(f"unknown type syntax {t!r}")
 
@@ -515,7 +525,9 @@ class Analyzer:
         s.var.ty = symbol.type if symbol else ERROR
         for bound in (s.start, s.stop):
             t = self.expr(bound)
-            if not isinstance(t, ErrorType) and not (isinstance(plain(t), Scalar) and plain(t).is_integer):
+            if isinstance(t, ErrorType) or not residency.needs_host(self, "a for loop's count", bound, t):
+                continue
+            if not (isinstance(plain(t), Scalar) and plain(t).is_integer):
                 self.error(bound, 4006, f"a for loop's bounds must be integers, found '{t}'")
         if symbol is not None:
             symbol.is_loop_var = True
@@ -700,6 +712,8 @@ class Analyzer:
         base = self.expr(e.base)
         for index in e.indices:
             t = self.expr(index)
+            if not isinstance(t, ErrorType) and not residency.needs_host(self, "indexing", index, t):
+                return ERROR
             if not isinstance(t, ErrorType) and not (isinstance(plain(t), Scalar) and plain(t).is_integer):
                 self.error(index, 4011, f"an index must be an integer, found '{t}'")
                 return ERROR
@@ -821,12 +835,20 @@ class Analyzer:
             return ERROR
         if op in ("=", "<>", "<", "<=", ">", ">=", "and", "or") and (residency.on_gpu(lt) or residency.on_gpu(rt)):
             return self.error(e, 7010, f"'{op}' decides on the host; bring the GPU value there first with ToHost")
+        for operand, t in ((e.left, lt), (e.right, rt)):
+            if residency.on_gpu(t) and not element_of(t).is_float:
+                return self.error(operand, 7012, f"{residency.describe(operand)} holds integers on the GPU, where "
+                                                 f"they are storage (ids, targets), not numbers to compute with; "
+                                                 f"compute on the host and move the result with ToDevice")
         lp, rp = plain(lt), plain(rt)
-        device_scalar_with_tensor = any(isinstance(x, Tensor) and x.rank == 0 for x in (lp, rp)) and \
+        if op in "+-*/" and (_device_scalar(lp) or _device_scalar(rp)) and \
+                all(isinstance(x, Scalar) or _device_scalar(x) for x in (lp, rp)):
+            return self.device_scalar_type(e, op, lt, rt)
+        device_scalar_with_tensor = any(_device_scalar(x) for x in (lp, rp)) and \
             any(isinstance(x, Tensor) and x.rank > 0 for x in (lp, rp))
         if device_scalar_with_tensor and (is_tracked(lt) or is_tracked(rt)):
-            return self.error(e, 7011, f"a tracked GPU scalar and a GPU tensor do not record '{op}' on the GPU's tape "
-                                       "yet; scale by a host number instead")
+            return self.error(e, 7011, f"'{op}' between a GPU scalar and a GPU tensor does not record on the GPU's "
+                                       f"tape yet; use a host number, or compute it outside the window")
         if isinstance(lp, Tensor) and lp.rank == 0 and isinstance(rp, Tensor) and rp.rank > 0:
             lp = lp.element  # a device scalar scales a device tensor
         if isinstance(rp, Tensor) and rp.rank == 0 and isinstance(lp, Tensor) and lp.rank > 0:
@@ -877,8 +899,6 @@ class Analyzer:
                 return self.error(e, 4021, f"cannot apply '{op}' to '{lt}' and '{rt}': the element types differ; convert one with {rp.element.name}(...) or {lp.element.name}(...)")
             if not lp.element.is_float:
                 return self.error(e, 4022, f"arithmetic on tensors needs float elements, found '{lt}'")
-            if lp.rank == 0 and rp.rank == 0:  # two device scalars: one element each
-                return Tracked(lp) if tracked else lp
             repeated_left = op in ("+", "-") and 0 < len(shapes.dims(lp)) < len(shapes.dims(rp))
             try:
                 if repeated_left:  # the shapes meet with the repeated operand on the right
@@ -899,6 +919,18 @@ class Analyzer:
                 return self.error(e, 6007, f"cannot {verb} '{lt}' {joiner} '{rt}': {why}")
             return Tracked(result) if tracked else result
         return self.error(e, 4019, f"cannot apply '{op}' to '{lt}' and '{rt}'")
+
+    def device_scalar_type(self, e: ast.Binary, op: str, lt: Type, rt: Type) -> Type:
+        """Numbers on the GPU join as host numbers do: float32 with float64 gives float64,
+        and a constant takes the other side's type."""
+        left, right = (element_of(t) for t in (lt, rt))
+        if not left.is_numeric or not right.is_numeric:
+            return self.error(e, 4019, f"cannot apply '{op}' to '{lt}' and '{rt}'")
+        element = self.promote(left, right, e.left, e.right)
+        if element.is_integer:
+            element = FLOAT64
+        result = Tensor(element, (), 0, True)
+        return Tracked(result) if is_tracked(lt) or is_tracked(rt) else result
 
     def repeated_operand_last(self, e: ast.Binary, rt: Type) -> None:
         """v + m is m + v, and v - m is -m + v, with the same bits: the operand repeated at
@@ -1078,10 +1110,10 @@ class Analyzer:
         if self.assignable(source, target, e):
             return
         s, t = plain(source), plain(target)
-        if residency.on_gpu(source) != residency.on_gpu(target) and not isinstance(s, Scalar):
+        if residency.on_gpu(source) != residency.on_gpu(target):
             verb = "ToDevice" if residency.on_gpu(target) else "ToHost"
             self.error(e, 7004, f"'{source}' lives {residency.place_word(source)} and '{target}' "
-                                f"{residency.place_word(target)}; cross with {verb}(...)")
+                                f"{residency.place_word(target)}; cross with {verb}({residency.argument_text(e)})")
         elif isinstance(s, Tensor) and isinstance(t, Tensor) and s.element == t.element and s.rank == t.rank:
             self.error(e, 6010, f"cannot assign '{source}' to '{target}': the shapes differ")
         elif isinstance(s, Scalar) and s.is_float and isinstance(t, Scalar) and t.is_integer:
@@ -1125,6 +1157,10 @@ def is_dynamic_row(target: ast.Expr) -> bool:
     while left and isinstance(t, Array):
         t, left = plain(t.element), left - 1
     return isinstance(t, Tensor) and t.is_dynamic and 0 < left < t.rank
+
+
+def _device_scalar(t: Type) -> bool:
+    return isinstance(t, Tensor) and t.rank == 0
 
 
 def _dynamic_storage_roots(place: ast.Expr) -> set:

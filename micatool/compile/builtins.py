@@ -57,6 +57,10 @@ def values(a, call: ast.Call) -> list[Type]:
 
 
 def wrong(a, call: ast.Call, arg: ast.Expr, t: Type, wanted: str) -> Type:
+    number_wanted = not any(word in wanted for word in ("tensor", "vector", "matrix"))
+    if number_wanted and isinstance(plain(t), Tensor) and plain(t).rank == 0:  # a device scalar for a host number
+        residency.needs_host(a, f"'{_name(call)}'", arg, t)
+        return ERROR
     return a.error(arg, 4032, f"'{_name(call)}' needs {wanted}, found '{t}'")
 
 
@@ -371,7 +375,8 @@ def conversion(a, call: ast.Call, target: Type) -> Type:
 
 def tensor_arg(a, call: ast.Call, arg: ast.Expr, t: Type, rank: int | None = None, dynamic_ok: bool = True) -> bool:
     p = plain(t)
-    ok = isinstance(p, Tensor) and p.element.is_float and (rank is None or p.rank == rank) and (dynamic_ok or not p.is_dynamic)
+    ok = isinstance(p, Tensor) and p.element.is_float and (rank is None or p.rank == rank) and \
+        (dynamic_ok or not p.is_dynamic) and p.rank != 0  # a device scalar is a scalar here, as on the host
     if not ok:
         shape = {1: "a float vector", 2: "a float matrix"}.get(rank, "a float tensor")
         wrong(a, call, arg, t, shape + ("" if dynamic_ok else " with a static shape"))
@@ -410,12 +415,15 @@ def check_transfer(a, call, expected):
     t = a.expr(call.args[0], wanted if to_device else None)
     if isinstance(t, ErrorType):
         return ERROR
+    if is_tracked(t):
+        a.note_tape_loss(call, 7011, f"'{_name(call)}' does not record on the tape, so a tracked value crossing "
+                                     f"inside a window would lose its gradient; cross before the window, or after it")
     p = plain(t)
     if to_device:
         if isinstance(p, Scalar) and p.is_numeric:
-            constant = call.args[0].folded is not None and isinstance(wanted, Scalar) and \
-                (wanted.is_float or p.is_integer and wanted.is_integer)
-            return Tensor(wanted if constant else p, (), 0, True)
+            # a host number takes the device scalar's type as `s := x` would: converted on the host
+            adopts = isinstance(wanted, Scalar) and (wanted.is_float or p.is_integer and wanted.is_integer)
+            return Tensor(wanted if adopts else p, (), 0, True)
         if isinstance(p, Tensor) and not p.on_gpu and not p.is_dynamic:
             return Tensor(p.element, p.shape, 0, True)
         return wrong(a, call, call.args[0], t, "a host number or a host tensor of static shape")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from . import ast
 from .ctypes import SUFFIX
 from .cvalue import CValue, dtype_of
-from .types import Scalar, Tensor, Type, element_of, plain
+from .types import INTEGER, Scalar, Tensor, Type, element_of, plain
 
 SIGNATURE = {"ptr": "p", "int": "i", "flag": "u"}
 VARARG_TYPE = {"p": "uint64_t", "i": "int64_t", "u": "int", "f": "double", "d": "double"}
@@ -63,6 +63,16 @@ class DeviceLowering:
         self.line(f"mica_dev_reserve(&{name}, {byte_size(t)}, {line});")
         return CValue(name, t, owned=True, lvalue=True)
 
+    def device_ids(self, e: ast.Expr, line: int) -> str:
+        """Ids or targets for a device kernel: a device value, or a host integer sent along
+        (a scalar travels with the launch, as host numbers do)."""
+        v = self.untracked(self.value(e))
+        if isinstance(plain(v.type), Scalar):
+            ids = self.declare(Tensor(INTEGER, (), 0, True))
+            self.line(f"mica_dev_upload(&{ids}, &{self.materialize(self.convert(v, INTEGER, line)).text}, 8, {line});")
+            return ids
+        return self.materialize(self.borrow(v)).text
+
     def device_data(self, v: CValue, line: int) -> str:
         """The device address of an operand (a place never written reads as zeros)."""
         v = self.materialize(self.borrow(v))
@@ -95,6 +105,9 @@ class DeviceLowering:
         t = plain(self.concrete(e.ty))
         s, line = SUFFIX[t.element], e.pos.line
         left, right = self.untracked(self.value(e.left)), self.untracked(self.value(e.right))
+        if t.rank == 0:  # device scalars join as host numbers do: float32 with float64 gives float64
+            left, right = (self.device_as(v, t.element, line) if isinstance(plain(v.type), Tensor) else v
+                           for v in (left, right))
         lt, rt = plain(left.type), plain(right.type)
         out = self.device_temp(t, line)
         both_device = isinstance(lt, Tensor) and isinstance(rt, Tensor)
@@ -114,6 +127,13 @@ class DeviceLowering:
                 self.launch(kernel, line, out=f"{out.text}.ptr", a=a, row=b, rows=t.count // rt.count, cols=rt.count)
             return out
         tensor_left = isinstance(lt, Tensor) and (lt.rank > 0 or not both_device)
+        if e.op == "/" and not tensor_left:  # a host number over a device scalar: it crosses as a kernel operand
+            numerator = self.declare(t)
+            self.line(f"mica_dev_upload(&{numerator}, &{self.materialize(self.convert(left, t.element, line)).text}, "
+                      f"{byte_size(t)}, {line});")
+            self.launch(f"mica_div_{s}", line, out=f"{out.text}.ptr", a=f"{numerator}.ptr",
+                        b=self.device_data(right, line), n=1)
+            return out
         tensor, scalar = (left, right) if tensor_left else (right, left)
         a = self.device_data(tensor, line)
         if both_device:  # a device scalar: the kernel reads it at its device address
@@ -240,14 +260,18 @@ class DeviceLowering:
         return out
 
     def device_conversion(self, call: ast.Call, target: Type) -> CValue:
-        t = plain(self.concrete(call.ty))
         x = self.untracked(self.value(call.args[0]))
+        return self.device_as(x, plain(self.concrete(call.ty)).element, call.pos.line)
+
+    def device_as(self, x: CValue, element: Scalar, line: int) -> CValue:
+        """x with float elements of the given type, converted on the device when they differ."""
         source = element_of(x.type)
-        if source == t.element:
+        if source == element:
             return x
-        out = self.device_temp(t, call.pos.line)
-        self.launch(f"mica_convert_{SUFFIX[t.element]}_{SUFFIX[source]}", call.pos.line, out=f"{out.text}.ptr",
-                    a=self.device_data(x, call.pos.line), n=count(t))
+        t = plain(x.type)
+        out = self.device_temp(Tensor(element, t.shape, 0, True), line)
+        self.launch(f"mica_convert_{SUFFIX[element]}_{SUFFIX[source]}", line, out=f"{out.text}.ptr",
+                    a=self.device_data(x, line), n=count(t))
         return out
 
     def device_sumrows(self, call: ast.Call) -> CValue:
@@ -277,23 +301,25 @@ class DeviceLowering:
 
     def device_crossentropy(self, call: ast.Call) -> CValue:
         t = plain(self.concrete(call.ty))
-        logits, targets = (self.untracked(self.value(x)) for x in call.args)
+        logits = self.untracked(self.value(call.args[0]))
+        targets = self.device_ids(call.args[1], call.pos.line)
         cols = plain(logits.type).shape[-1]
         rows = count(logits.type) // cols
         self.lowering.kernels.update({f"mica_cross_entropy_rows_{SUFFIX[element_of(t)]}", f"mica_mean_{SUFFIX[element_of(t)]}"})
         out = self.declare(t)
         self.line(f"mica_gpu_cross_entropy(&{out}, {dtype_of(t)}, {self.materialize(self.borrow(logits)).text}, "
-                  f"{self.materialize(self.borrow(targets)).text}, {rows}, {cols}, {call.pos.line});")
+                  f"{targets}, {rows}, {cols}, {call.pos.line});")
         return CValue(out, t, owned=True, lvalue=True)
 
     def device_gather(self, call: ast.Call) -> CValue:
         t = plain(self.concrete(call.ty))
-        table, ids = (self.untracked(self.value(x)) for x in call.args)
+        table = self.untracked(self.value(call.args[0]))
+        ids = self.device_ids(call.args[1], call.pos.line)
         rows, cols = plain(table.type).shape
         self.lowering.kernels.add(f"mica_gather_{SUFFIX[t.element]}")
         out = self.declare(t)
         self.line(f"mica_gpu_gather(&{out}, {dtype_of(t)}, {self.materialize(self.borrow(table)).text}, "
-                  f"{self.materialize(self.borrow(ids)).text}, {count(ids.type)}, {rows}, {cols}, {call.pos.line});")
+                  f"{ids}, {count(self.concrete(call.args[1].ty))}, {rows}, {cols}, {call.pos.line});")
         return CValue(out, t, owned=True, lvalue=True)
 
     def device_conv2d(self, call: ast.Call) -> CValue:

@@ -197,7 +197,7 @@ def lower_cross_entropy(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     s = SUFFIX[element_of(t)]
     if records(f, call) and device_type(call.ty):
-        targets = f.materialize(f.borrow(f.value(call.args[1]))).text
+        targets = f.device_ids(call.args[1], call.pos.line)
         return node_result(f, call, f.record("cross_entropy", f.concrete(call.ty), [f.node(call.args[0]), targets], call.pos.line))
     targets, count = integer_data(f, call.args[1])
     dynamic_targets = plain(f.concrete(call.args[1].ty)).is_dynamic if isinstance(
@@ -225,7 +225,7 @@ def lower_gather(f, call: ast.Call) -> CValue:
     line = call.pos.line
     if records(f, call) and device_type(call.ty):
         rank, dims = dims_literal(t)
-        ids = f.materialize(f.borrow(f.value(call.args[1]))).text
+        ids = f.device_ids(call.args[1], line)
         n = plain(f.concrete(call.args[1].ty)).count if isinstance(plain(f.concrete(call.args[1].ty)), Tensor) else 1
         return node_result(f, call, f.record("gather", f.concrete(call.ty), [f.node(call.args[0]), ids, n, rank, dims], line))
     ids, n = integer_data(f, call.args[1])

@@ -9,12 +9,22 @@ they travel as kernel arguments, not as storage.
 from __future__ import annotations
 
 from . import ast
-from .types import Scalar, Tensor, Type, plain
+from .types import Array, Record, Scalar, Tensor, Type, plain
 
 
 def on_gpu(t: Type) -> bool:
     p = plain(t)
     return isinstance(p, Tensor) and p.on_gpu
+
+
+def holds_device(t: Type) -> bool:
+    """Does a value of t live on the GPU, or hold parts that do?"""
+    p = plain(t)
+    if isinstance(p, Record):
+        return any(holds_device(f) for _, f in p.fields)
+    if isinstance(p, Array):
+        return holds_device(p.element)
+    return on_gpu(p)
 
 
 def place_word(t: Type) -> str:
@@ -23,15 +33,33 @@ def place_word(t: Type) -> str:
 
 def describe(e: ast.Expr) -> str:
     """How a diagnostic names an operand: its name when it has one."""
-    if isinstance(e, ast.Name):
-        return f"'{e.ident}'"
-    if isinstance(e, ast.Field):
-        return f"'{describe(e.base).strip(chr(39))}.{e.name}'"
+    if isinstance(e, ast.AddressArg):
+        return describe(e.place)
+    if isinstance(e, ast.Name | ast.Field | ast.Index):
+        return f"'{ast.place_text(e)}'"
+    if isinstance(e, ast.Call) and isinstance(e.callee, ast.Name):
+        return f"the result of '{e.callee.ident}'"
     return "a value"
 
 
+def needs_host(a, what: str, arg: ast.Expr, t: Type, remedy: str = "") -> bool:
+    """What only the host does (a loop's count, an index, a host-only verb) takes host values (7005)."""
+    if not on_gpu(t):
+        return True
+    name = describe(arg)
+    remedy = remedy or f"bring it across with ToHost({argument_text(arg)}) first"
+    a.error(arg, 7005, f"{what} runs on the host; {name} lives on the GPU: {remedy}")
+    return False
+
+
 def suggestion(device: ast.Expr, host: ast.Expr) -> str:
-    return f"move one across with ToDevice({describe(host).strip(chr(39))}) or ToHost({describe(device).strip(chr(39))})"
+    return f"move one across with ToDevice({argument_text(host)}) or ToHost({argument_text(device)})"
+
+
+def argument_text(e: ast.Expr) -> str:
+    """The operand as it would stand inside ToDevice(...) or ToHost(...)."""
+    name = describe(e)
+    return name.strip("'") if name.startswith("'") else "..."
 
 
 def mixes(types: list[Type]) -> bool:

@@ -67,8 +67,8 @@ def check_elementwise(a, call, expected):
     p = plain(t)
     if isinstance(p, Scalar) and p.is_integer:
         return tracked_if(Scalar("float64"), t)
-    if isinstance(p, Scalar) and p.is_float:
-        touch(a, t)
+    if isinstance(p, Scalar) and p.is_float or isinstance(p, Tensor) and p.rank == 0 and p.element.is_float:
+        touch(a, t)  # a number, on the host or the device
         return t
     if not tensor_arg(a, call, call.args[0], t):
         return ERROR
@@ -87,6 +87,8 @@ def check_mul(a, call, expected):
     if not (tensor_arg(a, call, call.args[0], left) and tensor_arg(a, call, call.args[1], right)):
         return ERROR
     if mixes_dynamic_with_tracked(a, call, [left, right]):
+        return ERROR
+    if not residency.check_together(a, call, "'Mul'", call.args, [left, right]):
         return ERROR
     lp, rp = plain(left), plain(right)
     if lp.element != rp.element or lp.rank != rp.rank or (lp.shape and rp.shape and lp.shape != rp.shape):
@@ -428,12 +430,8 @@ def check_seed(a, call, expected):
 
 def host_only(a, call, pairs) -> bool:
     """Operations the GPU does not run: their (argument, type) pairs must live on the host."""
-    for arg, t in pairs:
-        if residency.on_gpu(t):
-            a.error(arg, 7005, f"'{call.callee.ident}' runs on the host; {residency.describe(arg.place if isinstance(arg, ast.AddressArg) else arg)} "
-                               "lives on the GPU: work on a host copy and move it with ToDevice")
-            return False
-    return True
+    return all(residency.needs_host(a, f"'{call.callee.ident}'", arg, t,
+                                   "work on a host copy and move it with ToDevice") for arg, t in pairs)
 
 
 @checker("Normal", "Uniform")
@@ -559,6 +557,10 @@ def check_checkpoint(a, call, expected):
                                "element with constant indices")
             continue
         if not host_only(a, call, [(arg, t)]):
+            continue
+        if residency.holds_device(t):
+            a.error(arg, 7005, f"'{name}' runs on the host; '{where}' holds values on the GPU: save and load host "
+                               f"copies, moved with ToHost and ToDevice")
             continue
         why = saveable(t)
         if why:
