@@ -10,7 +10,9 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 
 def cache_dir() -> Path:
@@ -21,21 +23,45 @@ def cache_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "micatool"
 
 
-def write_atomically(path: Path, data: bytes, mode: int = 0o644) -> None:
-    path = Path(path)
+def write_atomically(path: Path, content: bytes | Callable[[BinaryIO], None], mode: int = 0o644) -> None:
+    """Write content (bytes, or a function that writes to a file) to path.
+
+    A symlink is followed, and the file it names is replaced. A path that is
+    no regular file (a device such as /dev/null) is written in place: there
+    is no file to replace, and renaming over it would remove the device."""
+    path = Path(os.path.realpath(path))
+    write = content if callable(content) else (lambda f: f.write(content))
+    if path.exists() and not path.is_file():
+        with open(path, "wb") as f:
+            write(f)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(temp, mode)
         os.replace(temp, path)
     except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
+        Path(temp).unlink(missing_ok=True)
         raise
+    sync_directory(path.parent)
+
+
+def sync_directory(path: Path) -> None:
+    """Make a rename durable; some filesystems refuse, which is fine."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def digest(*parts: bytes | str) -> str:

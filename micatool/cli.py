@@ -24,38 +24,34 @@ class UsageError(Exception):
     """A command line that names something missing or impossible."""
 
 
-def _source(path: str):
-    return load_source(path)
-
-
 def cmd_check(args) -> int:
-    front_end(_source(args.program))
+    front_end(load_source(args.program))
     return 0
 
 
 def cmd_emit_c(args) -> int:
-    sys.stdout.write(to_c(_source(args.program)))
+    sys.stdout.write(to_c(load_source(args.program)))
     return 0
 
 
 def cmd_emit_ptx(args) -> int:
     from .compile import to_ptx
 
-    sys.stdout.write(to_ptx(_source(args.program)))
+    sys.stdout.write(to_ptx(load_source(args.program)))
     return 0
 
 
 def cmd_explain(args) -> int:
     from .compile.places import explain_table
 
-    sys.stdout.write(explain_table(front_end(_source(args.program))))
+    sys.stdout.write(explain_table(front_end(load_source(args.program))))
     return 0
 
 
 def _build_binary(program: str, target: targets.Target, tier: str, output: Path | None) -> Path:
     from .link import build
 
-    c_source = to_c(_source(program))
+    c_source = to_c(load_source(program))
     if output is None:
         return build.cached_build(c_source, target, tier)
     build.build(c_source, target, tier, output)
@@ -65,6 +61,8 @@ def _build_binary(program: str, target: targets.Target, tier: str, output: Path 
 def cmd_build(args) -> int:
     target = targets.resolve(args.target)
     output = Path(args.output) if args.output else Path(Path(args.program).stem)
+    if output.resolve() == Path(args.program).resolve():
+        raise UsageError(f"the binary would overwrite its own source '{args.program}'; choose another -o")
     _build_binary(args.program, target, args.tier, output)
     return 0
 
@@ -72,7 +70,7 @@ def cmd_build(args) -> int:
 def cmd_image(args) -> int:
     from .link import build, image
 
-    if build.GPU_MARK in to_c(_source(args.program)):
+    if build.GPU_MARK in to_c(load_source(args.program)):
         raise image.ImageError(f"{args.program} uses the GPU: its binary is the glibc flavour (docs/gpu.md), "
                                "which a FROM scratch image cannot run; build it and ship it on a CUDA base image")
     binaries = {}
@@ -113,7 +111,8 @@ def cmd_size(args) -> int:
 def cmd_run(args) -> int:
     binary = _build_binary(args.program, targets.native(), args.tier, None)
     sys.stdout.flush()
-    return subprocess.run([str(binary), *args.args]).returncode
+    code = subprocess.run([str(binary), *args.args]).returncode
+    return 128 - code if code < 0 else code  # killed by a signal: the shell's 128 + signal number
 
 
 COMMANDS = {
@@ -145,7 +144,7 @@ def parser() -> argparse.ArgumentParser:
             sub.add_argument("--target", default="native", help="x86_64-linux (amd64), aarch64-linux (arm64) or native")
             sub.add_argument("-o", "--output", help="the binary to write (default: the program's name)")
         if name == "run":
-            sub.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the program, after --")
+            sub.epilog = "arguments after -- go to the program: micatool run prog.mica -- --steps 20"
         if name == "image":
             sub.add_argument("--platform", default="linux/amd64,linux/arm64", help="comma-separated platforms")
             sub.add_argument("--tag", required=True, help="the image's name:tag")
@@ -158,18 +157,23 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # `run`'s program gets what follows `--`; everything before it is micatool's, in any order
+    program_args = argv[argv.index("--") + 1:] if "--" in argv else []
+    args = parser().parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     if args.command is None:
         parser().print_help()
         return 2
-    if getattr(args, "args", None) and args.args[0] == "--":
-        args.args = args.args[1:]
+    args.args = program_args
     try:
         return COMMANDS[args.command][0](args)
     except CompileError as e:
         print(e, file=sys.stderr)
         return 1
-    except (SourceError, UsageError, targets.TargetError, OSError, ImageError, BudgetError) as e:
+    except OSError as e:  # the file and the system's reason, without Python's errno dressing
+        print(f"micatool: error: {e.filename or 'file'}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    except (SourceError, UsageError, targets.TargetError, ImageError, BudgetError) as e:
         print(f"micatool: error: {e}", file=sys.stderr)
         return 1
     except InternalError as e:

@@ -44,7 +44,8 @@ class Diagnostic:
 
     def render(self) -> str:
         head = f"{self.source.name}:{self.pos.line}:{self.pos.col}: analyzer error {self.code}: {self.message}"
-        text = self.source.line(self.pos.line)
+        # Control characters (a binary file given as source) show as one replacement mark each.
+        text = "".join(c if c == "\t" or c.isprintable() else "\ufffd" for c in self.source.line(self.pos.line))
         # The caret keeps the source line's tabs so it lines up in any terminal.
         lead = "".join(c if c == "\t" else " " for c in text[: self.pos.col - 1])
         return f"{head}\n    {text}\n    {lead}^"

@@ -25,7 +25,7 @@ void mica_program(void);
 
 _Noreturn void mica_trap(int line, const char *what);
 _Noreturn void mica_trapf(int line, const char *format, ...);
-_Noreturn void mica_halt(int64_t code);
+_Noreturn void mica_halt(int64_t code, int line);
 void *mica_alloc(size_t bytes, int line); /* zeroed; traps when memory runs out */
 void *mica_alloc_elements(int64_t count, size_t size, int line);
 int64_t mica_extent_product(int64_t rows, int64_t cols, int line);
@@ -154,6 +154,7 @@ int64_t mica_str_ord(mica_string s, int line);
 mica_string mica_str_chr(int64_t code, int line);
 mica_string mica_str_of_int(int64_t x);
 mica_string mica_str_of_f64(double x);
+mica_string mica_str_of_f32(float x);
 int64_t mica_str_to_int(mica_string s, int line);
 double mica_str_to_f64(mica_string s, int line);
 mica_string mica_str_upper(mica_string s);

@@ -40,7 +40,8 @@ _Noreturn void mica_trapf(int line, const char *format, ...) {
     mica_trap(line, message);
 }
 
-_Noreturn void mica_halt(int64_t code) {
+_Noreturn void mica_halt(int64_t code, int line) {
+    if (code < 0 || code > 255) mica_trapf(line, "Halt(%lld): an exit status is 0 to 255", (long long)code);
     mica_flush();
     exit((int)code);
 }

@@ -49,33 +49,76 @@ bool mica_file_exists(mica_string path) {
     return exists;
 }
 
-/* Write `size` bytes at `data` to `name` atomically; 0 on success, else errno. */
-int mica_write_atomically(const char *name, const void *data, size_t size) {
+/* All of data to fd; 0 on success, else errno. */
+static int write_all(int fd, const char *data, size_t size) {
+    while (size > 0) {
+        ssize_t wrote = write(fd, data, size);
+        if (wrote < 0) {
+            if (errno != EINTR) return errno;
+        } else {
+            data += wrote;
+            size -= (size_t)wrote;
+        }
+    }
+    return 0;
+}
+
+/* The file a path names once its symlinks are followed (which need not exist yet). */
+static char *follow_links(const char *name) {
     size_t n = strlen(name);
-    char *temp = mica_alloc(n + 32, 0);
-    snprintf(temp, n + 32, "%s.tmp%ld", name, (long)getpid());
-    int fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    char *path = mica_alloc(n + 1, 0);
+    memcpy(path, name, n);
+    for (int hops = 0; hops < 40; hops++) {
+        char link[4096];
+        ssize_t got = readlink(path, link, sizeof link - 1);
+        if (got < 0) break; /* not a symlink */
+        link[got] = 0;
+        const char *slash = strrchr(path, '/');
+        size_t keep = link[0] == '/' || slash == NULL ? 0 : (size_t)(slash - path) + 1; /* a relative link: its directory */
+        char *next = mica_alloc(keep + (size_t)got + 1, 0);
+        memcpy(next, path, keep);
+        memcpy(next + keep, link, (size_t)got);
+        mica_free(path);
+        path = next;
+    }
+    return path;
+}
+
+/* Write `size` bytes at `data` to `name` atomically; 0 on success, else errno.
+ * A symlink is followed and the file it names replaced; a path that is no
+ * regular file (a device such as /dev/null) is written in place, since
+ * renaming over it would remove the device. */
+int mica_write_atomically(const char *name, const void *data, size_t size) {
+    char *resolved = follow_links(name);
+    const char *target = resolved;
+    struct stat info;
     int error = 0;
+    if (stat(target, &info) == 0 && !S_ISREG(info.st_mode)) {
+        int fd = open(target, O_WRONLY | O_TRUNC);
+        if (fd < 0) {
+            error = errno;
+        } else {
+            error = write_all(fd, data, size);
+            if (close(fd) != 0 && error == 0) error = errno;
+        }
+        mica_free(resolved);
+        return error;
+    }
+    size_t n = strlen(target);
+    char *temp = mica_alloc(n + 32, 0);
+    snprintf(temp, n + 32, "%s.tmp%ld", target, (long)getpid());
+    int fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) {
         error = errno;
     } else {
-        const char *p = data;
-        size_t left = size;
-        while (left > 0 && error == 0) {
-            ssize_t wrote = write(fd, p, left);
-            if (wrote < 0) {
-                if (errno != EINTR) error = errno;
-            } else {
-                p += wrote;
-                left -= (size_t)wrote;
-            }
-        }
+        error = write_all(fd, data, size);
         if (error == 0 && fsync(fd) != 0) error = errno;
         if (close(fd) != 0 && error == 0) error = errno;
-        if (error == 0 && rename(temp, name) != 0) error = errno;
+        if (error == 0 && rename(temp, target) != 0) error = errno;
         if (error != 0) unlink(temp);
     }
     mica_free(temp);
+    mica_free(resolved);
     return error;
 }
 

@@ -122,9 +122,20 @@ static void shortest_f32(char *out, float x) {
     layout(out, signbit(x) != 0, digits, exp10);
 }
 
-static void fixed(char *out, size_t size, double x, int64_t decimals) {
-    if (special(out, x)) return;
-    snprintf(out, size, "%.*f", (int)decimals, x);
+/* x with `decimals` digits after the point (all of them, however many: a
+ * double's exact value has at most 1074), right-aligned in `width`. */
+static void write_fixed(double x, int64_t width, int64_t decimals) {
+    char small[32];
+    if (special(small, x)) {
+        emit_padded(small, width);
+        return;
+    }
+    if (decimals > INT32_MAX - 400) mica_trapf(0, "%lld decimals are more than a number can print", (long long)decimals);
+    size_t size = (size_t)decimals + 400; /* sign, up to 309 integer digits, the point */
+    char *text = mica_alloc(size, 0);
+    snprintf(text, size, "%.*f", (int)decimals, x);
+    emit_padded(text, width);
+    mica_free(text);
 }
 
 void mica_write_cstr(const char *s) {
@@ -147,20 +158,22 @@ void mica_write_bool(bool x, int64_t width) {
 }
 
 void mica_write_f64(double x, int64_t width, int64_t decimals) {
-    char text[400];
-    if (decimals < 0)
-        shortest_f64(text, x);
-    else
-        fixed(text, sizeof text, x, decimals > 300 ? 300 : decimals);
+    char text[40];
+    if (decimals >= 0) {
+        write_fixed(x, width, decimals);
+        return;
+    }
+    shortest_f64(text, x);
     emit_padded(text, width);
 }
 
 void mica_write_f32(float x, int64_t width, int64_t decimals) {
-    char text[400];
-    if (decimals < 0)
-        shortest_f32(text, x);
-    else
-        fixed(text, sizeof text, (double)x, decimals > 300 ? 300 : decimals);
+    char text[40];
+    if (decimals >= 0) {
+        write_fixed((double)x, width, decimals);
+        return;
+    }
+    shortest_f32(text, x);
     emit_padded(text, width);
 }
 
@@ -196,7 +209,13 @@ void mica_writeln(void) {
 }
 
 mica_string mica_str_of_f64(double x) {
-    char text[400];
+    char text[40];
     shortest_f64(text, x);
+    return mica_str_lit(text, (int64_t)strlen(text));
+}
+
+mica_string mica_str_of_f32(float x) { /* a float32's own shortest form, as WriteLn prints it */
+    char text[40];
+    shortest_f32(text, x);
     return mica_str_lit(text, (int64_t)strlen(text));
 }

@@ -39,6 +39,7 @@ EVERY_TIER = {
     "modulo": ("var i, j : integer;\nbegin\n  j := 0;\n  i := 7 mod j;\nend.", 4, "division by zero"),
     "trunc": ("var x : float64;\nbegin\n  x := 1e300;\n  WriteLn(Trunc(x));\nend.", 4,
               "Trunc of 1e+300 does not fit in an integer"),
+    "halt": ("begin\n  WriteLn('printed');\n  Halt(256);\nend.", 3, "Halt(256): an exit status is 0 to 255"),
     "huge_length": ("var d : array of integer;\nbegin\n  SetLength(d, 4611686018427387904);\nend.", 3,
                     "out of memory: 4611686018427387904 elements of 8 bytes"),
     "huge_shape": ("var m : matrix of float64;\nbegin\n  SetShape(address m, 4294967296, 4294967296);\nend.", 3,

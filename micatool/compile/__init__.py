@@ -20,6 +20,8 @@ class SourceError(Exception):
 
 
 def load_source(path: str) -> SourceFile:
+    if not path.endswith(".mica"):  # and so its binary, named after it, never overwrites it
+        raise SourceError(f"'{path}' is not a Mica source file: its name must end in .mica")
     try:
         data = Path(path).read_bytes()
     except OSError as e:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
+import numpy
+
 from ..diagnostics import Pos, Reporter, SourceFile
 from . import ast, builtins, residency, shapes, vocabulary  # noqa: F401  (vocabulary registers its checkers)
 from .symbols import (
@@ -809,6 +811,9 @@ class Analyzer:
             return self.error(e, 4014, f"'{e.op}' needs a number or a float tensor, found '{t}'")
         if e.operand.folded is not None and isinstance(inner, Scalar):
             e.folded = -e.operand.folded if e.op == "-" else e.operand.folded
+            if inner.is_integer and e.folded > INTEGER_RANGES["integer"][1]:
+                e.folded = None
+                return self.error(e, 4023, f"the constant expression overflows a 64-bit integer ({-e.operand.folded})")
         self.note_tracked_op(t)
         return INTEGER if isinstance(inner, Scalar) and inner.is_integer else t
 
@@ -886,6 +891,8 @@ class Analyzer:
             result = self.promote(lp, rp, e.left, e.right)
             if op == "/" and result.is_integer:
                 result = FLOAT64
+            if not self.constants_fit(e, result):
+                return ERROR
             return Tracked(result) if tracked and result.is_float else result
         if isinstance(lp, Tensor) and isinstance(rp, Scalar) or isinstance(lp, Scalar) and isinstance(rp, Tensor):
             tensor, scalar = (lp, rp) if isinstance(lp, Tensor) else (rp, lp)
@@ -893,6 +900,8 @@ class Analyzer:
                 return self.error(e, 4019, f"cannot apply '{op}' to '{lt}' and '{rt}'")
             if op == "/" and isinstance(lp, Scalar):
                 return self.error(e, 4020, "a scalar cannot be divided by a tensor; scale by the reciprocal instead")
+            if not self.constants_fit(e, tensor.element):
+                return ERROR
             return Tracked(tensor) if tracked else tensor
         if isinstance(lp, Tensor) and isinstance(rp, Tensor):
             if lp.element != rp.element:
@@ -919,6 +928,15 @@ class Analyzer:
                 return self.error(e, 6007, f"cannot {verb} '{lt}' {joiner} '{rt}': {why}")
             return Tracked(result) if tracked else result
         return self.error(e, 4019, f"cannot apply '{op}' to '{lt}' and '{rt}'")
+
+    def constants_fit(self, e: ast.Binary, element: Scalar) -> bool:
+        """A constant computed in float32 must not round to infinity there (4030)."""
+        for side in (e.left, e.right):
+            if element == FLOAT32 and isinstance(side.folded, float) and abs(side.folded) >= FLOAT32_OVERFLOW \
+                    and side.folded != float("inf") and side.folded != float("-inf"):
+                self.error(side, 4030, f"the value {side.folded} does not fit in 'float32'")
+                return False
+        return True
 
     def device_scalar_type(self, e: ast.Binary, op: str, lt: Type, rt: Type) -> Type:
         """Numbers on the GPU join as host numbers do: float32 with float64 gives float64,
@@ -948,14 +966,16 @@ class Analyzer:
         if a.is_float and b.is_float:
             if a == b:
                 return a
-            if ea.folded is not None:
+            if ea.folded is not None and a == FLOAT64:  # a float64 constant adapts to float32
                 return b
-            if eb.folded is not None:
+            if eb.folded is not None and b == FLOAT64:
                 return a
             return FLOAT64
         return a if a.is_float else b
 
     def fold(self, e, op, a, b, result):
+        if result == FLOAT32 and op in "+-*/":  # float32 arithmetic: its operands and its result are float32
+            a, b = to_float32(a), to_float32(b)
         try:
             if op == "+":
                 value = a + b
@@ -977,6 +997,8 @@ class Analyzer:
                 value = {"=": a == b, "<>": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
         except (ZeroDivisionError, TypeError, OverflowError):
             return None
+        if result == FLOAT32 and isinstance(value, float):
+            value = to_float32(value)
         if isinstance(result, Scalar) and result.is_integer and isinstance(value, int):
             low, high = INTEGER_RANGES["integer"]
             if not low <= value <= high:
@@ -1157,6 +1179,12 @@ def is_dynamic_row(target: ast.Expr) -> bool:
     while left and isinstance(t, Array):
         t, left = plain(t.element), left - 1
     return isinstance(t, Tensor) and t.is_dynamic and 0 < left < t.rank
+
+
+def to_float32(x: float) -> float:
+    """x rounded to the nearest float32 (infinity past its range), as a Python float."""
+    with numpy.errstate(over="ignore"):
+        return float(numpy.float32(x))
 
 
 def _device_scalar(t: Type) -> bool:

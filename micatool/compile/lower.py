@@ -54,7 +54,7 @@ def bare(text: str) -> str:
 
 def c_string_literal(text: str) -> str:
     out = []
-    for byte in text.encode("utf-8"):
+    for byte in text.encode("utf-8", "surrogateescape"):  # a file name's bytes, whatever they are
         char = chr(byte)
         if char in '"\\':
             out.append("\\" + char)
@@ -111,7 +111,7 @@ class Lowering:
             gpu=self.types.uses_gpu,
             ptx_lines=ptx_lines or ['""'],
             version=__version__,
-            source_name=source_name,
+            source_name=source_name.encode("utf-8", "surrogateescape").decode("utf-8", "replace").replace("*/", "* /"),
             source_name_c=c_string_literal(source_name),
             definitions=self.types.definitions,
             helpers=self.types.helpers,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from . import ast
 from .ctypes import SUFFIX
 from .cvalue import CValue, dtype_of
-from .types import BOOLEAN, FLOAT64, INTEGER, STRING, Array, Scalar, Tensor, Tracked, Type, plain
+from .types import BOOLEAN, FLOAT32, FLOAT64, INTEGER, STRING, Array, Scalar, Tensor, Tracked, Type, plain
 
 LOWERERS = {}
 
@@ -156,7 +156,7 @@ LOWERERS.update(
         "Trim": _runtime_call("mica_str_trim", STRING),
         "ParamCount": _runtime_call("mica_param_count", INTEGER),
         "ParamStr": _runtime_call("mica_param_str", STRING),
-        "Halt": _runtime_call("mica_halt", None),
+        "Halt": _runtime_call("mica_halt", None, with_line=True),
         "Clock": _runtime_call("mica_clock", FLOAT64),
         "ReadFile": _runtime_call("mica_read_file", STRING, with_line=True),
         "WriteFile": _runtime_call("mica_write_file", None, with_line=True),
@@ -168,6 +168,8 @@ LOWERERS.update(
 @lowerer("FloatToStr")
 def lower_float_to_str(f, call: ast.Call) -> CValue:
     (v,) = _args(f, call)
+    if plain(v.type) == FLOAT32:
+        return CValue(f"mica_str_of_f32({v.text})", STRING, owned=True)
     return CValue(f"mica_str_of_f64({f.convert(v, FLOAT64, call.pos.line).text})", STRING, owned=True)
 
 

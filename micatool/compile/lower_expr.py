@@ -36,10 +36,13 @@ from .types import (
 )
 
 
+NON_FINITE = {"inf": "__builtin_inf()", "-inf": "(-__builtin_inf())", "nan": '__builtin_nan("")'}
+
+
 def float_literal(value: float, t: Scalar) -> str:
     text = repr(float(value))
-    if text in ("inf", "-inf", "nan"):
-        raise InternalError(f"non-finite constant {text}")
+    if text in NON_FINITE:  # a folded constant that overflowed, as IEEE arithmetic gives
+        return f"(float){NON_FINITE[text]}" if t == FLOAT32 else NON_FINITE[text]
     if "." not in text and "e" not in text:
         text += ".0"
     return f"(float){text}" if t == FLOAT32 else text

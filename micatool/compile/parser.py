@@ -44,7 +44,9 @@ def parse(source: SourceFile) -> ast.Program:
             reporter.error(_end_pos(source), 2002, "unexpected end of file" + _expected_text(e.expected))
     reporter.check()
     _check_nesting(reporter, tree)
-    program = Builder(reporter).transform(tree)
+    builder = Builder(reporter)
+    program = builder.transform(tree)
+    builder.report_too_large()
     reporter.check()
     return program
 
@@ -224,6 +226,11 @@ class Builder(Transformer):
     def __init__(self, reporter: Reporter):
         super().__init__()
         self.reporter = reporter
+        self.too_large: list[ast.IntLit] = []  # 2**63: fine only as -9223372036854775808
+
+    def report_too_large(self) -> None:
+        for literal in self.too_large:
+            self.reporter.error(literal.pos, 1004, f"integer literal {literal.value} does not fit in 64 bits")
 
     # -- program and declarations
 
@@ -345,6 +352,9 @@ class Builder(Transformer):
         return ast.Binary(_pos(op), str(op), left, right)
 
     def unary(self, meta, op, operand):
+        if str(op) == "-" and any(literal is operand for literal in self.too_large):  # the most negative integer
+            self.too_large = [literal for literal in self.too_large if literal is not operand]
+            return ast.IntLit(_pos(op), -operand.value)
         return ast.Unary(_pos(op), str(op), operand)
 
     def index(self, meta, base, indices):
@@ -358,10 +368,13 @@ class Builder(Transformer):
 
     def int_lit(self, meta, token):
         value = int(token.value)
-        if value > INT64_MAX:
+        if value > INT64_MAX + 1:
             self.reporter.error(_pos(token), 1004, f"integer literal {token.value} does not fit in 64 bits")
             value = 0
-        return ast.IntLit(_pos(token), value)
+        literal = ast.IntLit(_pos(token), value)
+        if value == INT64_MAX + 1:
+            self.too_large.append(literal)
+        return literal
 
     def float_lit(self, meta, token):
         value = float(token.value)

@@ -31,10 +31,17 @@ def _progress(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
 
+def reproducible(work: str) -> list[str]:
+    """Paths the debug information would record, made the same on every machine:
+    the temporary build directory and the runtime's checkout location."""
+    return [f"-ffile-prefix-map={work}=.", f"-ffile-prefix-map={runtime_dir()}=runtime_c", "-fdebug-compilation-dir=."]
+
+
 def runtime_library(target: targets.Target, tier: str) -> Path:
     """libmica.a for target and tier, built on first use and cached."""
     flags = targets.tier_flags(tier)
-    key = digest(zig.zig_version(), target.triple, *flags, *(p.name + p.read_text() for p in runtime_sources()))
+    key = digest(zig.zig_version(), target.triple, *flags, *reproducible("<work>"),
+                 *(p.name + p.read_text() for p in runtime_sources()))
     archive = cache_dir() / "runtime" / f"{target.name}-{tier}-{key[:16]}" / "libmica.a"
     if archive.exists():
         return archive
@@ -45,7 +52,8 @@ def runtime_library(target: targets.Target, tier: str) -> Path:
             if source.suffix != ".c":
                 continue
             obj = Path(work) / (source.stem + ".o")
-            zig.cc(["-target", target.triple, *flags, "-I", str(runtime_dir()), "-c", str(source), "-o", str(obj)])
+            zig.cc(["-target", target.triple, *flags, *reproducible(work), "-I", str(runtime_dir()), "-c", str(source),
+                    "-o", str(obj)])
             objects.append(obj)
         temp_archive = Path(work) / "libmica.a"
         zig.ar(temp_archive, objects)
@@ -74,7 +82,7 @@ def build(c_source: str, target: targets.Target, tier: str, output: Path) -> Non
         c_file.write_text(c_source)
         binary = Path(work) / "program"
         zig.cc(
-            ["-target", target.triple, *flags, "-Wl,--gc-sections", "-I", str(runtime_dir()),
+            ["-target", target.triple, *flags, *reproducible(work), "-Wl,--gc-sections", "-I", str(runtime_dir()),
              str(c_file), str(library), "-lpthread", "-o", str(binary)],
             cwd=Path(work),
         )
@@ -83,7 +91,8 @@ def build(c_source: str, target: targets.Target, tier: str, output: Path) -> Non
 
 def cached_build(c_source: str, target: targets.Target, tier: str) -> Path:
     """The binary for this C, target and tier, reusing an earlier identical build."""
-    key = digest(zig.zig_version(), target.triple, tier, c_source, *(p.read_text() for p in runtime_sources()))
+    key = digest(zig.zig_version(), target.triple, tier, *reproducible("<work>"), c_source,
+                 *(p.read_text() for p in runtime_sources()))
     path = cache_dir() / "programs" / f"{key[:24]}-{flavour(c_source, target).name}-{tier}"
     if not path.exists():
         build(c_source, target, tier, path)

@@ -38,9 +38,10 @@ import pathlib
 import re
 import struct
 import tarfile
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
+
+from ..cache import write_atomically
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -255,37 +256,6 @@ def write_tar(fileobj, entries, epoch: int) -> None:
             else:
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))
-
-
-def write_atomically(out: pathlib.Path, write) -> None:
-    """Write through a temp file beside `out`, fsync, then rename over it."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix="." + out.name + ".", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(temp, 0o644)
-        os.replace(temp, out)
-    except BaseException:
-        pathlib.Path(temp).unlink(missing_ok=True)
-        raise
-    sync_directory(out.parent)
-
-
-def sync_directory(path: pathlib.Path) -> None:
-    """Make the rename itself durable; some filesystems refuse, which is fine."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 # ---------------------------------------------------------------- checking inputs

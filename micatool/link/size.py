@@ -131,7 +131,8 @@ def fit(cells, widths, right) -> str:
 def program_name(path: Path) -> str:
     """How tables and budgets name a program: its folder's name when the two agree
     (examples/gpt/gpt.mica is `gpt`), else folder/stem (examples/gpu/gpt.mica is `gpu/gpt`)."""
-    return path.stem if path.parent.name == path.stem else f"{path.parent.name}/{path.stem}"
+    folder = path.resolve().parent.name
+    return path.stem if folder == path.stem else f"{folder}/{path.stem}"
 
 
 def read_budgets(path) -> dict[tuple[str, str], int]:
