@@ -18,6 +18,7 @@ from .compile import SourceError, front_end, load_source, to_c
 from .diagnostics import REPORT_HINT, CompileError, InternalError
 from .link.image import ImageError
 from .link.size import BudgetError
+from .notebook import NotebookError
 
 
 class UsageError(Exception):
@@ -115,6 +116,15 @@ def cmd_run(args) -> int:
     return 128 - code if code < 0 else code  # killed by a signal: the shell's 128 + signal number
 
 
+def cmd_notebook(args) -> int:
+    from . import notebook
+
+    path = Path(args.notebook)
+    if not path.is_file():
+        raise UsageError(f"cannot read the notebook '{args.notebook}'")
+    return (notebook.run if args.action == "run" else notebook.verify)(path, args.tier)
+
+
 COMMANDS = {
     "check": (cmd_check, "analyze only: print diagnostics, exit 1 on error"),
     "build": (cmd_build, "build a static binary"),
@@ -124,6 +134,7 @@ COMMANDS = {
     "explain": (cmd_explain, "list every tracked place: canonical path, type, element count"),
     "image": (cmd_image, "write a FROM scratch OCI image of the program, without a Docker daemon"),
     "size": (cmd_size, "the stripped binary's size per target and section; --check holds it to budgets"),
+    "notebook": (cmd_notebook, "Mica Notebooks: run every cell and record its output, or verify the recordings"),
 }
 
 
@@ -135,9 +146,13 @@ def parser() -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text, description=help_text)
         if name == "size":
             sub.add_argument("program", nargs="+", help="one or more .mica source files")
+        elif name == "notebook":
+            sub.add_argument("action", choices=("run", "verify"),
+                             help="run: record every cell's output; verify: hold each output against its recording")
+            sub.add_argument("notebook", help="a Markdown file whose ```mica cells are programs")
         else:
             sub.add_argument("program", help="a .mica source file")
-        if name in ("build", "run"):
+        if name in ("build", "run", "notebook"):
             sub.add_argument("--tier", choices=targets.TIERS, default="checked",
                              help="debug (no optimisation, every check), checked (default), fast (no checks)")
         if name == "build":
@@ -173,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:  # the file and the system's reason, without Python's errno dressing
         print(f"micatool: error: {e.filename or 'file'}: {e.strerror or e}", file=sys.stderr)
         return 1
-    except (SourceError, UsageError, targets.TargetError, ImageError, BudgetError) as e:
+    except (SourceError, UsageError, targets.TargetError, ImageError, BudgetError, NotebookError) as e:
         print(f"micatool: error: {e}", file=sys.stderr)
         return 1
     except InternalError as e:
