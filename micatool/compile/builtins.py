@@ -193,10 +193,38 @@ def check_set_shape(a, call, expected) -> Type:
     return VOID
 
 
-# ---------------------------------------------------------------- strings
+# ---------------------------------------------------------------- plain signatures
+
+# Builtins whose arguments and result are plain scalars: (parameter types, result type).
+SIGNATURES = {
+    "Copy": ([STRING, INTEGER, INTEGER], STRING),
+    "Pos": ([STRING, STRING], INTEGER),
+    "Ord": ([STRING], INTEGER),
+    "Chr": ([INTEGER], STRING),
+    "IntToStr": ([INTEGER], STRING),
+    "FloatToStr": ([FLOAT64], STRING),
+    "StrToInt": ([STRING], INTEGER),
+    "StrToFloat": ([STRING], FLOAT64),
+    "UpperCase": ([STRING], STRING),
+    "LowerCase": ([STRING], STRING),
+    "Trim": ([STRING], STRING),
+    "ParamCount": ([], INTEGER),
+    "ParamStr": ([INTEGER], STRING),
+    "Halt": ([INTEGER], VOID),
+    "Clock": ([], FLOAT64),
+    "ReadFile": ([STRING], STRING),
+    "WriteFile": ([STRING, STRING], VOID),
+    "FileExists": ([STRING], BOOLEAN),
+    "Trunc": ([FLOAT64], INTEGER),
+    "Round": ([FLOAT64], INTEGER),
+    "Floor": ([FLOAT64], INTEGER),
+    "Ceil": ([FLOAT64], INTEGER),
+    "Odd": ([INTEGER], BOOLEAN),
+}
 
 
-def _signature(a, call, params: list[Type], result: Type) -> Type:
+def check_signature(a, call, expected):
+    params, result = SIGNATURES[_name(call)]
     if not arity(a, call, len(params)):
         return ERROR
     types = values(a, call)
@@ -210,95 +238,11 @@ def _signature(a, call, params: list[Type], result: Type) -> Type:
     return result
 
 
-@checker("Copy")
-def check_copy(a, call, expected):
-    return _signature(a, call, [STRING, INTEGER, INTEGER], STRING)
-
-
-@checker("Pos")
-def check_pos(a, call, expected):
-    return _signature(a, call, [STRING, STRING], INTEGER)
-
-
-@checker("Ord")
-def check_ord(a, call, expected):
-    return _signature(a, call, [STRING], INTEGER)
-
-
-@checker("Chr")
-def check_chr(a, call, expected):
-    return _signature(a, call, [INTEGER], STRING)
-
-
-@checker("IntToStr")
-def check_int_to_str(a, call, expected):
-    return _signature(a, call, [INTEGER], STRING)
-
-
-@checker("FloatToStr")
-def check_float_to_str(a, call, expected):
-    return _signature(a, call, [FLOAT64], STRING)
-
-
-@checker("StrToInt")
-def check_str_to_int(a, call, expected):
-    return _signature(a, call, [STRING], INTEGER)
-
-
-@checker("StrToFloat")
-def check_str_to_float(a, call, expected):
-    return _signature(a, call, [STRING], FLOAT64)
-
-
-@checker("UpperCase", "LowerCase", "Trim")
-def check_case(a, call, expected):
-    return _signature(a, call, [STRING], STRING)
-
-
-# ---------------------------------------------------------------- program and files
-
-
-@checker("ParamCount")
-def check_param_count(a, call, expected):
-    return _signature(a, call, [], INTEGER)
-
-
-@checker("ParamStr")
-def check_param_str(a, call, expected):
-    return _signature(a, call, [INTEGER], STRING)
-
-
-@checker("Halt")
-def check_halt(a, call, expected):
-    return _signature(a, call, [INTEGER], VOID)
-
-
-@checker("Clock")
-def check_clock(a, call, expected):
-    return _signature(a, call, [], FLOAT64)
-
-
-@checker("ReadFile")
-def check_read_file(a, call, expected):
-    return _signature(a, call, [STRING], STRING)
-
-
-@checker("WriteFile")
-def check_write_file(a, call, expected):
-    return _signature(a, call, [STRING, STRING], VOID)
-
-
-@checker("FileExists")
-def check_file_exists(a, call, expected):
-    return _signature(a, call, [STRING], BOOLEAN)
+for _builtin in SIGNATURES:
+    CHECKERS[_builtin] = check_signature
 
 
 # ---------------------------------------------------------------- scalar arithmetic
-
-
-@checker("Trunc", "Round", "Floor", "Ceil")
-def check_round(a, call, expected):
-    return _signature(a, call, [FLOAT64], INTEGER)
 
 
 @checker("Min", "Max")
@@ -332,11 +276,6 @@ def check_abs(a, call, expected):
         a.note_tracked_op(t)
         return t
     return wrong(a, call, call.args[0], t, "a number or a float tensor")
-
-
-@checker("Odd")
-def check_odd(a, call, expected):
-    return _signature(a, call, [INTEGER], BOOLEAN)
 
 
 # ---------------------------------------------------------------- conversions
