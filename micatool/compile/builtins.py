@@ -220,6 +220,8 @@ SIGNATURES = {
     "Floor": ([FLOAT64], INTEGER),
     "Ceil": ([FLOAT64], INTEGER),
     "Odd": ([INTEGER], BOOLEAN),
+    "Seed": ([INTEGER], VOID),
+    "RandomInt": ([INTEGER], INTEGER),
 }
 
 

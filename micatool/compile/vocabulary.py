@@ -418,16 +418,6 @@ def check_sgd(a, call, expected):
 # ---------------------------------------------------------------- randomness
 
 
-@checker("Seed")
-def check_seed(a, call, expected):
-    if not arity(a, call, 1):
-        return ERROR
-    (t,) = values(a, call)
-    if not isinstance(t, ErrorType) and not is_integer(t):
-        wrong(a, call, call.args[0], t, "an integer seed")
-    return VOID
-
-
 def host_only(a, call, pairs) -> bool:
     """Operations the GPU does not run: their (argument, type) pairs must live on the host."""
     return all(residency.needs_host(a, f"'{call.callee.ident}'", arg, t,
@@ -444,16 +434,6 @@ def check_fill_random(a, call, expected):
         return VOID
     _numbers(a, call, [1, 2])
     return VOID
-
-
-@checker("RandomInt")
-def check_random_int(a, call, expected):
-    if not arity(a, call, 1):
-        return ERROR
-    (t,) = values(a, call)
-    if not isinstance(t, ErrorType) and not is_integer(t):
-        return wrong(a, call, call.args[0], t, "an integer bound")
-    return INTEGER
 
 
 # ---------------------------------------------------------------- linear algebra
