@@ -374,7 +374,8 @@ void mica_gpu_cross_entropy(mica_dev *out, int dtype, mica_dev logits, mica_dev 
 void mica_gpu_gather(mica_dev *out, int dtype, mica_dev table, mica_dev ids, int64_t n, int64_t rows, int64_t cols,
                      int line);
 
-void mica_save(mica_string path, mica_entry *entries, int64_t count, int line);
+/* description: further metadata members, JSON text the compiler writes ("program":...) */
+void mica_save(mica_string path, mica_entry *entries, int64_t count, const char *description, int line);
 /* false (after saying why on stderr) when the file is refused; traps instead when must */
 bool mica_load(mica_string path, mica_entry *entries, int64_t count, bool must, int line);
 

@@ -8,6 +8,9 @@ expressions: numbers for static shapes, `.rows`/`.cols` for dynamic ones.
 
 from __future__ import annotations
 
+import json
+import math
+
 from . import ast
 from .ctypes import SUFFIX, c_name
 from .cvalue import CValue, dims_literal, dtype_of
@@ -440,42 +443,60 @@ DTYPES = {"float32": "MICA_F32", "float64": "MICA_F64", "integer": "MICA_I64", "
           "int8": "MICA_I8", "uint8": "MICA_U8", "boolean": "MICA_BOOL"}
 
 
-def checkpoint_entries(f, path: str, place: str, t: Type, tag: str = "NULL") -> list[str]:
-    """C initializers of mica_entry for every leaf inside the place."""
+def checkpoint_entries(f, path: str, place: str, t: Type, tag: str = "NULL") -> list[tuple[str, Type, str]]:
+    """(canonical path, type, C initializer of mica_entry) for every leaf inside the place."""
     if isinstance(t, Tracked):
-        return checkpoint_entries(f, path, f"{place}.v", t.inner, f"&{place}.tag")
+        return [(p, t, init) for p, _, init in checkpoint_entries(f, path, f"{place}.v", t.inner, f"&{place}.tag")]
     name = f'"{path}"'
     if isinstance(t, Scalar):
-        return [f"{{{name}, {DTYPES[t.name]}, 0, {{0}}, &{place}, NULL, NULL, NULL, {tag}}}"]
+        return [(path, t, f"{{{name}, {DTYPES[t.name]}, 0, {{0}}, &{place}, NULL, NULL, NULL, {tag}}}")]
     if isinstance(t, Tensor) and t.is_dynamic:
-        return [f"{{{name}, {DTYPES[t.element.name]}, {t.rank}, {{0}}, NULL, &{place}.rows, &{place}.cols, "
-                f"(void **)&{place}.e, {tag}}}"]
+        return [(path, t, f"{{{name}, {DTYPES[t.element.name]}, {t.rank}, {{0}}, NULL, &{place}.rows, &{place}.cols, "
+                          f"(void **)&{place}.e, {tag}}}")]
     if isinstance(t, Tensor):
         dims = ", ".join(str(d) for d in t.shape)
-        return [f"{{{name}, {DTYPES[t.element.name]}, {t.rank}, {{{dims}}}, {place}.e, NULL, NULL, NULL, {tag}}}"]
+        return [(path, t, f"{{{name}, {DTYPES[t.element.name]}, {t.rank}, {{{dims}}}, {place}.e, NULL, NULL, NULL, {tag}}}")]
     if isinstance(t, Record):
         return [e for field, ft in t.fields for e in checkpoint_entries(f, f"{path}.{field}", f"{place}.{c_name(field)}", ft)]
     return [e for i in range(t.low, t.high + 1)
             for e in checkpoint_entries(f, f"{path}[{i}]", f"{place}.e[{i - t.low}]", t.element)]
 
 
+def compact_json(value) -> str:
+    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+
+
+def checkpoint_description(analysis, leaves: list[tuple[str, Type, str]]) -> str:
+    """The metadata members Save writes after the format and the checksum, as JSON
+    text: the program's name, its const section and each tensor's Mica type, the
+    last two JSON encoded once more, since safetensors metadata values are strings."""
+    consts = {c.name: c.value if not isinstance(c.value, float) or math.isfinite(c.value) else repr(c.value)
+              for c in analysis.global_consts}
+    tensors = {path: {"type": str(plain(t)), "tracked": isinstance(t, Tracked)} for path, t, _ in leaves}
+    members = compact_json({"program": analysis.program.name, "consts": compact_json(consts),
+                            "tensors": compact_json(tensors)})
+    return members[1:-1]
+
+
 @lowerer("Save", "Load")
 def lower_checkpoint(f, call: ast.Call) -> CValue:
+    from .lower import c_string_literal
     from .vocabulary import place_path
 
     path = f.borrow(f.value(call.args[0])).text
-    entries = []
+    leaves = []
     for arg in call.args[1:]:
-        entries += checkpoint_entries(f, place_path(arg), f.place(arg).text, f.concrete(arg.ty))
+        leaves += checkpoint_entries(f, place_path(arg), f.place(arg).text, f.concrete(arg.ty))
     table = f.fresh()
     f.line(f"mica_entry {table}[] = {{")
-    for entry in entries:
+    for _, _, entry in leaves:
         f.line(f"    {entry},")
     f.line("};")
     f.declared = True
-    count, line = len(entries), call.pos.line
+    count, line = len(leaves), call.pos.line
     if call.callee.ident == "Save":
-        f.line(f"mica_save({path}, {table}, {count}, {line});")
+        description = c_string_literal(checkpoint_description(f.lowering.analysis, leaves))
+        f.line(f"mica_save({path}, {table}, {count}, {description}, {line});")
         return NOTHING
     must = "true" if f.discarded is call else "false"
     return CValue(f"mica_load({path}, {table}, {count}, {must}, {line})", Scalar("boolean"))
