@@ -2,11 +2,15 @@
  *
  * WriteFile never leaves a half-written file behind: it writes a temporary
  * file beside the target, flushes it to disk, then renames it into place.
+ * A writer killed mid-write leaves its temporary; the next successful write
+ * of the same file removes it.
  */
 #include "mica.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +88,32 @@ static char *follow_links(const char *name) {
     return path;
 }
 
+/* Remove the temporaries `target.tmpPID` beside target whose writer no longer
+ * runs: what a kill during an earlier write left behind. */
+static void remove_stale_temporaries(const char *target) {
+    const char *slash = strrchr(target, '/');
+    const char *base = slash ? slash + 1 : target;
+    size_t base_len = strlen(base);
+    char *folder = mica_alloc(slash ? (size_t)(slash - target) + 2 : 2, 0);
+    if (slash) memcpy(folder, target, slash == target ? 1 : (size_t)(slash - target));
+    else folder[0] = '.';
+    DIR *d = opendir(folder);
+    mica_free(folder);
+    if (d == NULL) return;
+    struct dirent *item;
+    while ((item = readdir(d)) != NULL) {
+        const char *pid_text = item->d_name + base_len + 4;
+        if (strncmp(item->d_name, base, base_len) != 0 || strncmp(item->d_name + base_len, ".tmp", 4) != 0 ||
+            *pid_text < '1' || *pid_text > '9')
+            continue;
+        char *stop;
+        long pid = strtol(pid_text, &stop, 10);
+        if (*stop == 0 && pid <= INT32_MAX && kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+            unlinkat(dirfd(d), item->d_name, 0);
+    }
+    closedir(d);
+}
+
 /* Write `size` bytes at `data` to `name` atomically; 0 on success, else errno.
  * A symlink is followed and the file it names replaced; a path that is no
  * regular file (a device such as /dev/null) is written in place, since
@@ -116,6 +146,7 @@ int mica_write_atomically(const char *name, const void *data, size_t size) {
         if (close(fd) != 0 && error == 0) error = errno;
         if (error == 0 && rename(temp, target) != 0) error = errno;
         if (error != 0) unlink(temp);
+        else remove_stale_temporaries(target);
     }
     mica_free(temp);
     mica_free(resolved);
