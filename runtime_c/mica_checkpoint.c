@@ -225,7 +225,7 @@ static int read_escape(reader *r, char piece[4]) {
         long low = read_hex4(r);
         if (low < 0xDC00 || low >= 0xE000) return 0;
         c = 0x10000 + ((c - 0xD800) << 10) + (low - 0xDC00);
-    } else if (c < 0 || (c >= 0xDC00 && c < 0xE000)) {
+    } else if (c <= 0 || (c >= 0xDC00 && c < 0xE000)) { /* malformed, or a NUL no C name can hold */
         return 0;
     }
     if (c < 0x80) return piece[0] = (char)c, 1;
@@ -449,7 +449,8 @@ static bool check_places(reader *r, mica_entry *entries, int64_t count, const st
         if (!shape_ok) {
             char have[160], want[160];
             shape_text(have, sizeof have, t->rank, t->dims);
-            shape_text(want, sizeof want, e->rank, e->dims);
+            if (e->rows != NULL) snprintf(want, sizeof want, "rank %d", e->rank); /* a dynamic place takes any extents */
+            else shape_text(want, sizeof want, e->rank, e->dims);
             return fail(r, "tensor '%s' has shape %s, but the program's place has %s", e->name, have, want);
         }
     }

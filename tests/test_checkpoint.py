@@ -1,10 +1,22 @@
 """Checkpoints: safetensors files named by canonical paths, written atomically,
-checked whole before a Load changes anything."""
+checked whole before a Load changes anything; hostile files (hypothesis) are
+refused without a crash, and a Save killed midway never tears the checkpoint."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import signal
+import struct
+import subprocess
+import time
+import zlib
+
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
 
@@ -60,7 +72,17 @@ def test_the_file_opens_with_python_safetensors(checkpoint):
     assert tensors["step"].dtype == np.int64 and tensors["step"].shape == () and tensors["step"] == 42
     assert tensors["d"].shape == (2, 2) and tensors["d"][1, 1] == 7.0
     with safe_open(str(checkpoint), "np") as f:
-        assert f.metadata()["format"] == "mica" and f.metadata()["checksum"].startswith("crc32:")
+        metadata = f.metadata()
+    data = checkpoint.read_bytes()
+    data = data[8 + struct.unpack("<Q", data[:8])[0]:]
+    assert metadata.pop("checksum") == f"crc32:{zlib.crc32(data):08x}"
+    assert metadata == {"format": "mica", "program": "W", "consts": "{}", "tensors": json.dumps({
+        "blocks[0].w": {"type": "matrix[2, 3] of float32", "tracked": True},
+        "blocks[0].b": {"type": "vector[3] of float64", "tracked": False},
+        "blocks[1].w": {"type": "matrix[2, 3] of float32", "tracked": True},
+        "blocks[1].b": {"type": "vector[3] of float64", "tracked": False},
+        "step": {"type": "integer", "tracked": False}, "d": {"type": "matrix of float64", "tracked": False}},
+        separators=(",", ":"))}
     assert [p.name for p in checkpoint.parent.iterdir()] == ["model.safetensors"]  # no temporary left behind
 
 
@@ -127,3 +149,217 @@ def test_a_file_written_by_python_without_checksum_loads(binaries, checkpoint):
     tensors["step"] = np.array(7, np.int64)
     save_file(tensors, str(checkpoint))
     assert read(binaries, checkpoint).stdout.startswith("true 7 1.0 2.0 3.0")
+
+
+def test_the_const_section_is_recorded(tmp_path):
+    consts = "program C;\nconst N = 3; Rate = 0.25; Name = 'a\"b'; On = true; Big = 1e300;\n"
+    binary = build_text(tmp_path, consts + "var x : integer;\nbegin\n    Save(ParamStr(1), x);\nend.\n", name="c.mica")
+    assert run(binary, args=[str(tmp_path / "c.safetensors")]).returncode == 0
+    with safe_open(str(tmp_path / "c.safetensors"), "np") as f:
+        assert json.loads(f.metadata()["consts"]) == {"N": 3, "Rate": 0.25, "Name": 'a"b', "On": True, "Big": 1e300}
+
+
+# ---------------------------------------------------------------- hostile files
+
+PLACES = [("blocks[0].w", "F32", [2, 3]), ("blocks[0].b", "F64", [3]), ("blocks[1].w", "F32", [2, 3]),
+          ("blocks[1].b", "F64", [3]), ("step", "I64", []), ("d", "F64", [2, 2])]
+SIZES = {"F32": 4, "F64": 8, "I64": 8}
+
+
+def sound_header() -> dict:
+    """The header of a file READER loads: its places tiling the data in order."""
+    header, at = {}, 0
+    for name, dtype, shape in PLACES:
+        size = SIZES[dtype] * int(np.prod(shape))
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [at, at + size]}
+        at += size
+    return header
+
+
+SOUND_DATA = bytes(range(65, 91)) * 7  # the tensors take the first 136 bytes
+
+
+def safetensors_file(header: dict, data: bytes, metadata: dict | None = None, length: int | None = None) -> bytes:
+    text = json.dumps(header if metadata is None else {"__metadata__": metadata, **header}).encode()
+    return struct.pack("<Q", len(text) if length is None else length) + text + data
+
+
+def mica_metadata(data: bytes) -> dict:
+    return {"format": "mica", "checksum": f"crc32:{zlib.crc32(data):08x}"}
+
+
+def test_a_sound_hand_written_file_loads(binaries, tmp_path):
+    path = tmp_path / "sound.safetensors"
+    data = SOUND_DATA[:136]
+    for metadata in (None, mica_metadata(data)):
+        path.write_bytes(safetensors_file(sound_header(), data, metadata))
+        assert read(binaries, path).stdout.startswith("true 6510331868474594387 ")
+
+
+def with_d(shape: list[int], size: int = 32) -> dict:
+    header = sound_header()
+    header["d"] = {"dtype": "F64", "shape": shape, "data_offsets": [104, 104 + size]}
+    return header
+
+
+@pytest.mark.parametrize("header, data, metadata, why", [
+    (with_d([5, 7378697629483820647], 24), 128, None, "tensor 'd' has shape [5, 7378697629483820647], too large to address"),
+    (with_d([2**32, 2**29], 0), 104, None, "tensor 'd' has shape [4294967296, 536870912], too large to address"),
+    (with_d([0, 2**62], 0), 104, None, "tensor 'd' has shape [0, 4611686018427387904], too large to address"),
+    (with_d([2, 2, 2], 64), 168, None, "tensor 'd' has shape [2, 2, 2], but the program's place has rank 2"),
+    (with_d([2**63, 1]), 136, None, "tensor 'd' has a shape or offset over 2^63 - 1"),
+    (with_d([-1, 2]), 136, None, "tensor 'd' has a shape or offset that is not a non-negative integer"),
+    (with_d([4, 2]), 136, None, "tensor 'd' of shape [4, 2] holds 64 bytes, but its data_offsets [104, 136] span 32"),
+    (sound_header() | {"extra": {"dtype": "F32", "shape": [0], "data_offsets": [136, 136]}}, 136, None,
+     "it has a tensor 'extra' that the program does not load"),
+    (sound_header() | {"step": {"dtype": "I64", "shape": [], "data_offsets": [88, 96]}}, 136, None,
+     "tensor 'step' overlaps tensor 'blocks[1].b' in the data"),
+    (sound_header() | {"step": {"dtype": "I64", "shape": [], "data_offsets": [108, 116]}}, 136, None,
+     "tensor 'd' starts at byte 104, leaving a gap after byte 96"),
+    (sound_header() | {"step": {"dtype": "I64", "shape": [], "data_offsets": [104, 96]}}, 136, None,
+     "tensor 'step' has data_offsets [104, 96], which run backwards"),
+    (sound_header() | {"step": {"dtype": "F16", "shape": [], "data_offsets": [96, 104]}}, 136, None,
+     "tensor 'step' has dtype F16, which Mica does not store"),
+    (sound_header() | {"step": {"dtype": "I64", "shape": [], "data_offsets": [96, 104], "x": 1}}, 136, None,
+     "tensor 'step' has a field 'x' twice or one safetensors does not define"),
+    (sound_header(), 138, None, "the file runs on past its last tensor's data, at byte 136"),
+    (sound_header(), 135, None, "the file is truncated: its data ends at byte 135 of the 136 its tensors need"),
+    (sound_header(), 136, {"format": "mica"}, "its metadata says it was written by Mica but carries no checksum"),
+])
+def test_an_unsound_file_is_refused_naming_why(binaries, tmp_path, header, data, metadata, why):
+    path = tmp_path / "unsound.safetensors"
+    path.write_bytes(safetensors_file(header, SOUND_DATA[:data], metadata))
+    refused(binaries, path, why)
+
+
+def test_a_directory_and_a_device_are_refused(binaries, tmp_path):
+    refused(binaries, tmp_path, "it is a directory")
+    refused(binaries, "/dev/zero", "not a safetensors file: the header is not valid JSON")
+    huge = tmp_path / "huge.safetensors"
+    huge.write_bytes(b"\xff" * 8 + b"{}")
+    refused(binaries, huge, "not a safetensors file: its header length 18446744073709551615 is over safetensors' "
+                            "limit of 100000000 bytes")
+
+
+def mutation_of_a_sound_file(data) -> bytes:
+    """A sound file, then one change that makes it unsound whatever the values drawn."""
+    header, body = sound_header(), SOUND_DATA[:136]
+    metadata = data.draw(st.sampled_from([None, mica_metadata(body)]))
+    name = data.draw(st.sampled_from([n for n, _, _ in PLACES]))
+    entry = header[name]
+    kind = data.draw(st.sampled_from(["shape", "offsets", "dtype", "extra", "drop", "field", "cut data", "add data",
+                                      "length", "cut header", "checksum", "nesting", "not a string"]))
+    number = st.integers(-2**65, 2**65)
+    if kind == "shape":
+        shape = data.draw(st.lists(st.one_of(st.integers(0, 9), number), max_size=5))
+        size, bound = SIZES[entry["dtype"]], SIZES[entry["dtype"]]
+        for d in shape:
+            size, bound = size * d, bound * max(d, 1)
+        fits = all(0 <= d < 2**63 for d in shape) and bound < 2**63 and len(shape) == len(entry["shape"])
+        assume(not (fits and (shape == entry["shape"] or name == "d" and size == 32)))
+        entry["shape"] = shape
+    elif kind == "offsets":
+        offsets = data.draw(st.lists(st.one_of(st.integers(0, 200), number), min_size=0, max_size=3))
+        assume(offsets != entry["data_offsets"])
+        entry["data_offsets"] = offsets
+    elif kind == "dtype":
+        entry["dtype"] = data.draw(st.sampled_from(["F16", "BF16", "F32", "F64", "I64", "I32", "U8", "BOOL", "", "f32"])
+                                   .filter(lambda d: d != entry["dtype"]))
+    elif kind == "extra":
+        extra = data.draw(st.text(max_size=20).filter(lambda n: n not in header and n != "__metadata__"))
+        header[extra] = {"dtype": "F32", "shape": [0], "data_offsets": [136, 136]}
+    elif kind == "drop":
+        del entry[data.draw(st.sampled_from(sorted(entry)))]
+    elif kind == "field":
+        entry[data.draw(st.text(max_size=8).filter(lambda k: k not in entry))] = data.draw(st.one_of(number, st.text()))
+    elif kind == "cut data":
+        body = body[:data.draw(st.integers(0, 135))]
+    elif kind == "add data":
+        body += data.draw(st.binary(min_size=1, max_size=16))
+    elif kind == "checksum":
+        metadata = {"format": "mica"} | data.draw(st.sampled_from([{}, {"checksum": "crc32:00000000"}, {"checksum": ""}]))
+    elif kind == "nesting":
+        entry["shape"] = "@nest@"  # replaced below: json.dumps would recurse as deep
+    elif kind == "not a string":
+        metadata = {"format": data.draw(st.one_of(number, st.lists(st.integers(), max_size=3)))}
+    whole = safetensors_file(header, body, metadata)
+    if kind == "nesting":
+        depth = data.draw(st.integers(2, 100000))
+        text = whole[8:len(whole) - len(body)].replace(b'"@nest@"', b"[" * depth + b"]" * depth)
+        whole = struct.pack("<Q", len(text)) + text + body
+    elif kind == "length":
+        length = data.draw(st.one_of(st.integers(0, len(whole) + 8), st.integers(0, 2**64 - 1)))
+        assume(length != len(whole) - 8 - len(body))
+        whole = struct.pack("<Q", length) + whole[8:]
+    elif kind == "cut header":
+        text = whole[8:len(whole) - len(body)]
+        cut = data.draw(st.integers(0, len(text) - 1))
+        whole = struct.pack("<Q", cut) + text[:cut] + body
+    return whole
+
+
+@pytest.fixture(scope="module")
+def hostile_folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("hostile")
+
+
+@settings(max_examples=250, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_no_hostile_file_loads_or_crashes(binaries, hostile_folder, data):
+    path = hostile_folder / "hostile.safetensors"
+    path.write_bytes(mutation_of_a_sound_file(data))
+    result = read(binaries, path)
+    assert result.stdout == "false -1 0.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0 0 \n" and result.returncode == 1
+    assert re.fullmatch(rf"r\.mica:6: cannot load '{re.escape(str(path))}': (.+)\nr\.mica:8: cannot load "
+                        rf"'{re.escape(str(path))}': \1\n", result.stderr), result.stderr
+
+
+# ---------------------------------------------------------------- a kill during Save
+
+BIG_WRITER = """program Big;
+var big : vector of float64;
+    i, n : integer;
+    x : float64;
+begin
+    n := StrToInt(ParamStr(2));
+    x := StrToFloat(ParamStr(3));
+    SetShape(address big, n);
+    for i := 0 to n - 1 do big[i] := x;
+    Save(ParamStr(1), big);
+end.
+"""
+BIG = 4_000_000  # 32 MB: the write lasts long enough to be killed inside it
+
+
+def generation(path) -> float:
+    """The one value a whole checkpoint holds; a torn one fails to load."""
+    values = np.unique(load_file(str(path))["big"])
+    assert len(values) == 1 and len(load_file(str(path))["big"]) == BIG
+    return float(values[0])
+
+
+def test_a_killed_save_leaves_the_old_or_the_new_file_and_the_next_save_cleans_up(tmp_path):
+    binary = build_text(tmp_path, BIG_WRITER, name="big.mica")
+    folder = tmp_path / "out"
+    folder.mkdir()
+    path = folder / "big.safetensors"
+    assert run(binary, args=[str(path), str(BIG), "0"]).returncode == 0
+    whole, killed_inside = 0.0, 0
+    for g in (1.0, 2.0, 3.0):
+        writer = subprocess.Popen([str(binary), str(path), str(BIG), str(g)])
+        while writer.poll() is None and len(os.listdir(folder)) == 1:
+            time.sleep(0.0005)
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+        killed_inside += writer.returncode == -signal.SIGKILL and len(os.listdir(folder)) > 1
+        assert generation(path) in (whole, g)
+        whole = generation(path)
+    assert killed_inside >= 1
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid whose process has ended; this test's own still runs
+    kept = [f"big.safetensors.tmp{os.getpid()}", "big.safetensors.tmpx", "other.tmp1"]
+    for name in [f"big.safetensors.tmp{gone.pid}", *kept]:
+        (folder / name).write_bytes(b"")
+    assert run(binary, args=[str(path), "3", "4"]).returncode == 0
+    assert sorted(os.listdir(folder)) == sorted(["big.safetensors", *kept])
+    assert np.array_equal(load_file(str(path))["big"], [4.0, 4.0, 4.0])
