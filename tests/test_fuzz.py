@@ -3,6 +3,7 @@
 Hypothesis mutates the feature programs token by token (delete, duplicate,
 replace, swap) and also feeds random text. Every input must end in C source
 or in numbered diagnostics; anything else is a bug. Seeded and bounded.
+Hostile checkpoints and kills during Save are fuzzed in tests/test_checkpoint.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """The GPT example in a small configuration: its loss column, digit for digit,
-on x86_64 and aarch64, and a resumed run that ends bit-identical to a straight one.
+on x86_64 and aarch64, a resumed run that ends bit-identical to a straight one,
+and examples/gpt/to_torch.py reproducing its validation loss from a checkpoint.
 
 The configuration shrinks the constants at the top of examples/gpt/gpt.mica;
 tests/records/gpt_small.txt is the record (the tokens/s column removed).
@@ -7,8 +8,10 @@ tests/records/gpt_small.txt is the record (the tokens/s column removed).
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,3 +77,24 @@ def test_resuming_from_a_checkpoint_is_bit_identical(work):
     train(work, "x86_64-linux", "fast", "--steps", "40", "--load", str(first), "--save", str(resumed))
     assert first.read_bytes() != straight.read_bytes()
     assert resumed.read_bytes() == straight.read_bytes()
+
+
+def test_to_torch_reproduces_the_validation_loss(work):
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+    source, count = re.subn(r"ValidationLoss:0:4", "ValidationLoss:0:9", small_source())  # every digit float64 keeps
+    assert count == 1
+    binary = build_text(work, source, name="gpt.mica")
+    checkpoint = work / "torch.safetensors"
+    done = subprocess.run([str(binary), "--steps", "30", "--save", str(checkpoint)], capture_output=True, text=True,
+                          timeout=300, cwd=EXAMPLES / "gpt")
+    assert done.returncode == 0, done.stderr
+    mica = float(re.search(r"^validation loss (\d+\.\d{9}) against", done.stdout, re.M).group(1))
+    torch = subprocess.run([sys.executable, str(EXAMPLES / "gpt" / "to_torch.py"), str(checkpoint),
+                            str(EXAMPLES / "gpt" / "corpus.txt")], capture_output=True, text=True, timeout=300)
+    assert torch.returncode == 0, torch.stderr
+    loss, text = re.fullmatch(r"validation loss (\d+\.\d{9})\n(.*)\n", torch.stdout, re.S).groups()
+    assert abs(float(loss) - mica) <= 1e-5 * mica
+    corpus = (EXAMPLES / "gpt" / "corpus.txt").read_text()
+    assert len(text) == SMALL["T"] + 200 and set(text) <= set(corpus)
+    assert text.startswith(corpus[len(corpus) * 9 // 10:][:SMALL["T"]])  # the held-out text it continues
