@@ -12,6 +12,7 @@ import resource
 import select
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
@@ -181,12 +182,17 @@ def _stopped(tmp_path, lines: list[str], stop: int, setup=_default_stops, before
     ready = tmp_path / "ready"
     with subprocess.Popen([str(binary), str(ready)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           preexec_fn=setup) as process:
+        got = []  # read as it comes, so a full pipe never holds the program back
+        reader = threading.Thread(target=lambda: got.append(process.stdout.read()))
+        reader.start()
         _wait_for(ready.exists, process)
         for signal_first in before:
             process.send_signal(signal_first)
         process.send_signal(stop)
-        out, err = process.communicate(timeout=60)
-    return process.returncode, out.decode(), err.decode()
+        process.wait(timeout=60)
+        reader.join(timeout=60)
+        err = process.stderr.read()
+    return process.returncode, got[0].decode(), err.decode()
 
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
