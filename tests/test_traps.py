@@ -12,6 +12,7 @@ import resource
 import select
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -234,3 +235,17 @@ def test_a_terminal_gets_each_line_while_the_program_runs(tmp_path):
         process.wait(timeout=60)
     os.close(leader)
     assert (seen, still_running, process.returncode) == (b"first\r\n", True, -signal.SIGTERM)
+
+
+# ---------------------------------------------------------------- through micatool run
+
+@pytest.mark.parametrize("name", ["recursion", "huge_decimals", "division"])
+def test_micatool_run_traps_alike_at_every_tier(tmp_path, name):
+    """What the binary says is what `micatool run` passes on, word for word, at each tier."""
+    body, line, message = EVERY_TIER[name]
+    (tmp_path / "trap.mica").write_text(_program(body))
+    said = {tier: subprocess.run([sys.executable, "-m", "micatool", "run", "--tier", tier, "trap.mica"], cwd=tmp_path,
+                                 capture_output=True, text=True, timeout=300)
+            for tier in ("debug", "checked", "fast")}
+    assert {tier: (r.returncode, r.stderr) for tier, r in said.items()} == \
+        {tier: (1, f"trap.mica:{line + 1}: {message}\n") for tier in said}
