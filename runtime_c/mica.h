@@ -192,6 +192,7 @@ void mica_write_f32s(const float *x, int64_t n, int64_t width, int64_t decimals)
 void mica_writeln(void); /* flushes too when stdout is a terminal */
 void mica_flush(void);
 void mica_start_output(void); /* on the program's thread: terminal or not, and the stop signals' handler */
+void mica_end_output(void);   /* on the program's thread, once it has run */
 
 /* ------------------------------------------------------------ dynamic storage */
 

@@ -151,7 +151,7 @@ static void *run_program(void *unused) {
     watch_the_stack();
     mica_start_output();
     mica_program();
-    mica_flush(); /* here, where a stop signal can still find the buffer's thread */
+    mica_end_output(); /* here, where a stop signal can still find the buffer's thread */
     return NULL;
 }
 

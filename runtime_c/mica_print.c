@@ -34,6 +34,7 @@ static size_t out_used;
 static bool line_buffered;                     /* stdout is a terminal */
 static volatile sig_atomic_t flushing;         /* mica_flush is writing the buffer */
 static volatile sig_atomic_t stopped_by;       /* a signal that came while it was */
+static volatile sig_atomic_t finished;         /* all is out: the program thread may be gone */
 static pthread_t program_thread;
 
 /* All of data to stdout; async-signal-safe. A failing stdout (closed, full)
@@ -61,6 +62,7 @@ static _Noreturn void die_of(int signal) {
 }
 
 static void on_stop(int signal) {
+    if (finished) die_of(signal);
     if (!pthread_equal(pthread_self(), program_thread) && pthread_kill(program_thread, signal) == 0) return;
     if (flushing) {
         if (stopped_by) die_of(signal); /* a second stop does not wait for a stuck flush */
@@ -96,6 +98,12 @@ void mica_flush(void) {
     atomic_signal_fence(memory_order_seq_cst);
     flushing = 0;
     if (stopped_by) die_of(stopped_by);
+}
+
+/* The program's last flush, on its thread; a stop after it has nothing to save. */
+void mica_end_output(void) {
+    mica_flush();
+    finished = 1;
 }
 
 static void emit(const char *s, size_t n) {
