@@ -23,6 +23,12 @@
 extern const char mica_source_name[];
 void mica_program(void);
 
+/* The line of the statement running, which generated code keeps up to date
+ * (each routine puts back its caller's on return). A trap given line 0 names
+ * this one: runtime code deep inside an operation (an allocation, a format,
+ * a checkpoint's parser) need not carry the line down to where it traps. */
+extern int mica_line;
+
 _Noreturn void mica_trap(int line, const char *what);
 _Noreturn void mica_trapf(int line, const char *format, ...);
 _Noreturn void mica_halt(int64_t code, int line);
@@ -35,17 +41,18 @@ int64_t mica_param_count(void);
 double mica_clock(void);
 
 /* A routine's first act at the checked tiers: room on the stack for its frame
- * (its variables and temporaries, frame_bytes), or a trap naming it instead of
- * a fault. mica_stack_floor is the program stack's lowest usable address. */
+ * (its variables and temporaries, frame_bytes), or a trap instead of a fault.
+ * It names the line of the call that did not fit, as the fault handler does
+ * at the tiers whose frames the C compiler probes first: every tier says the
+ * same. mica_stack_floor is the program stack's lowest usable address. */
 extern uintptr_t mica_stack_floor;
-static inline void mica_enter(int64_t frame_bytes, int line) {
+_Noreturn void mica_stack_overflow(void);
+static inline void mica_enter(int64_t frame_bytes) {
 #if MICA_CHECKS
     char here;
-    if ((uintptr_t)&here < mica_stack_floor + (uintptr_t)frame_bytes)
-        mica_trap(line, "stack overflow: recursion too deep, or static tensors too large for the 1 GiB stack");
+    if ((uintptr_t)&here < mica_stack_floor + (uintptr_t)frame_bytes) mica_stack_overflow();
 #else
     (void)frame_bytes;
-    (void)line;
 #endif
 }
 
@@ -182,8 +189,10 @@ void mica_write_i8s(const int8_t *x, int64_t n, int64_t width);
 void mica_write_u8s(const uint8_t *x, int64_t n, int64_t width);
 void mica_write_f64s(const double *x, int64_t n, int64_t width, int64_t decimals);
 void mica_write_f32s(const float *x, int64_t n, int64_t width, int64_t decimals);
-void mica_writeln(void);
+void mica_writeln(void); /* flushes too when stdout is a terminal */
 void mica_flush(void);
+void mica_start_output(void); /* on the program's thread: terminal or not, and the stop signals' handler */
+void mica_end_output(void);   /* on the program's thread, once it has run */
 
 /* ------------------------------------------------------------ dynamic storage */
 

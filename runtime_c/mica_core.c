@@ -21,13 +21,28 @@
 #define MICA_STACK_MARGIN ((uintptr_t)1 << 20) /* for the runtime's own calls below a routine */
 
 uintptr_t mica_stack_floor;
+int mica_line;
 
 static int program_argc;
 static char **program_argv;
 
+/* "prog.mica:12: what" and a newline into out (size bytes); line 0 is the
+ * running statement's, and before any statement ran there is none to name. */
+static size_t trap_text(char *out, size_t size, int line, const char *what) {
+    int n;
+    if (line == 0) line = mica_line;
+    if (line == 0)
+        n = snprintf(out, size, "%s: before the first statement: %s\n", mica_source_name, what);
+    else
+        n = snprintf(out, size, "%s:%d: %s\n", mica_source_name, line, what);
+    return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
+}
+
 _Noreturn void mica_trap(int line, const char *what) {
+    char text[1024];
+    size_t n = trap_text(text, sizeof text, line, what);
     mica_flush();
-    fprintf(stderr, "%s:%d: %s\n", mica_source_name, line, what);
+    fwrite(text, 1, n, stderr);
     exit(1);
 }
 
@@ -96,16 +111,21 @@ static uintptr_t stack_pointer(void *context) {
 #endif
 }
 
+static const char STACK_OVERFLOW[] = "stack overflow: recursion too deep, or static tensors too large for the 1 GiB stack";
+
+_Noreturn void mica_stack_overflow(void) {
+    mica_trap(0, STACK_OVERFLOW); /* the routine has not begun: mica_line is still its caller's */
+}
+
 static void on_fault(int signal, siginfo_t *info, void *context) {
     uintptr_t at = (uintptr_t)info->si_addr, sp = stack_pointer(context);
     bool below_the_floor = at < mica_stack_floor || sp < mica_stack_floor;
     bool a_stack_access = at + 256 >= sp || sp < mica_stack_floor; /* a probe of a frame being made */
     if (mica_stack_floor != 0 && below_the_floor && a_stack_access) {
+        char message[1024];
+        size_t n = trap_text(message, sizeof message, 0, STACK_OVERFLOW);
         mica_flush();
-        char message[256];
-        int n = snprintf(message, sizeof message, "%s: stack overflow: recursion too deep, or static tensors too "
-                         "large for the 1 GiB stack\n", mica_source_name);
-        if (write(2, message, (size_t)n) < 0) _exit(1);
+        if (write(2, message, n) < 0) _exit(1);
         _exit(1);
     }
     struct sigaction plain = {.sa_handler = SIG_DFL};
@@ -129,7 +149,9 @@ static void watch_the_stack(void) {
 static void *run_program(void *unused) {
     (void)unused;
     watch_the_stack();
+    mica_start_output();
     mica_program();
+    mica_end_output(); /* here, where a stop signal can still find the buffer's thread */
     return NULL;
 }
 
@@ -145,7 +167,6 @@ int main(int argc, char **argv) {
     } else {
         run_program(NULL); /* no room for the big stack: run on this one */
     }
-    mica_flush();
     return 0;
 }
 

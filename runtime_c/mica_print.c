@@ -8,28 +8,114 @@
  */
 #include "mica.h"
 
+#include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+/* ---- the output buffer ----
+ *
+ * Output collects in out_buffer and goes to file descriptor 1 with write(2):
+ * a line at a time when stdout is a terminal (as C's stdio does), in 64 KiB
+ * blocks to a pipe or file, and always before the program ends, by exit, trap,
+ * Halt, or SIGTERM, SIGINT or SIGHUP. A stopping signal is handled on the
+ * program's own thread (others pass it on), so the handler sees the buffer as
+ * that thread left it: out_used only grows after the bytes it covers are in
+ * place, and while a flush is under way only the flush knows how far write(2)
+ * got, so the handler leaves it to the flush to finish and then die. */
 
 static char out_buffer[1 << 16];
 static size_t out_used;
+static bool line_buffered;                     /* stdout is a terminal */
+static volatile sig_atomic_t flushing;         /* mica_flush is writing the buffer */
+static volatile sig_atomic_t stopped_by;       /* a signal that came while it was */
+static volatile sig_atomic_t finished;         /* all is out: the program thread may be gone */
+static pthread_t program_thread;
+
+/* All of data to stdout; async-signal-safe. A failing stdout (closed, full)
+ * drops the output, as stdio would: the program's own work goes on. */
+static void write_out(const char *data, size_t size) {
+    while (size > 0) {
+        ssize_t wrote = write(1, data, size);
+        if (wrote < 0 && errno == EINTR) continue;
+        if (wrote <= 0) return;
+        data += wrote;
+        size -= (size_t)wrote;
+    }
+}
+
+/* Die of signal, as if it had never been caught: the exit status is 128 + signal. */
+static _Noreturn void die_of(int signal) {
+    struct sigaction plain = {.sa_handler = SIG_DFL};
+    sigset_t just_it;
+    sigaction(signal, &plain, NULL);
+    sigemptyset(&just_it);
+    sigaddset(&just_it, signal);
+    pthread_sigmask(SIG_UNBLOCK, &just_it, NULL);
+    raise(signal);
+    _exit(128 + signal); /* not reached: the default action ends the process */
+}
+
+static void on_stop(int signal) {
+    if (finished) die_of(signal);
+    if (!pthread_equal(pthread_self(), program_thread) && pthread_kill(program_thread, signal) == 0) return;
+    if (flushing) {
+        if (stopped_by) die_of(signal); /* a second stop does not wait for a stuck flush */
+        stopped_by = signal;
+        return;
+    }
+    atomic_signal_fence(memory_order_seq_cst);
+    write_out(out_buffer, out_used);
+    die_of(signal);
+}
+
+/* Called on the thread that runs the program, before it prints. A signal the
+ * program was started ignoring (nohup's SIGHUP) stays ignored. */
+void mica_start_output(void) {
+    static const int stops[] = {SIGTERM, SIGINT, SIGHUP};
+    struct sigaction before, action = {.sa_handler = on_stop, .sa_flags = SA_RESTART};
+    program_thread = pthread_self();
+    line_buffered = isatty(1);
+    sigemptyset(&action.sa_mask);
+    for (size_t i = 0; i < sizeof stops / sizeof stops[0]; i++)
+        sigaddset(&action.sa_mask, stops[i]); /* one stop at a time: the buffer is written once */
+    for (size_t i = 0; i < sizeof stops / sizeof stops[0]; i++) {
+        if (sigaction(stops[i], NULL, &before) == 0 && before.sa_handler == SIG_DFL)
+            sigaction(stops[i], &action, NULL);
+    }
+}
 
 void mica_flush(void) {
-    fwrite(out_buffer, 1, out_used, stdout);
-    fflush(stdout);
+    flushing = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    write_out(out_buffer, out_used);
     out_used = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    flushing = 0;
+    if (stopped_by) die_of(stopped_by);
+}
+
+/* The program's last flush, on its thread; a stop after it has nothing to save. */
+void mica_end_output(void) {
+    mica_flush();
+    finished = 1;
 }
 
 static void emit(const char *s, size_t n) {
-    if (out_used + n > sizeof out_buffer) mica_flush();
-    if (n > sizeof out_buffer) {
-        fwrite(s, 1, n, stdout);
-        return;
+    while (n > 0) {
+        if (out_used == sizeof out_buffer) mica_flush();
+        size_t room = sizeof out_buffer - out_used, take = n < room ? n : room;
+        memcpy(out_buffer + out_used, s, take);
+        atomic_signal_fence(memory_order_seq_cst); /* the bytes, then the count that shows them */
+        out_used += take;
+        s += take;
+        n -= take;
     }
-    memcpy(out_buffer + out_used, s, n);
-    out_used += n;
 }
 
 static void emit_padded(const char *s, int64_t width) {
@@ -206,6 +292,7 @@ void mica_write_f32s(const float *x, int64_t n, int64_t width, int64_t decimals)
 
 void mica_writeln(void) {
     emit("\n", 1);
+    if (line_buffered) mica_flush();
 }
 
 mica_string mica_str_of_f64(double x) {

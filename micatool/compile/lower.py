@@ -246,6 +246,7 @@ class FunctionLowering(ExprLowering, TapeLowering, DeviceLowering):
         return self.render_lines(self.lines)
 
     def initialize(self, var: VarSymbol) -> None:
+        self.at_line(var.init.pos.line)
         with self.statement_scope():
             target = CValue(c_name(var.name), self.concrete(var.type), lvalue=True)
             self.store(target, self.value(var.init, plain(target.type)), var.init.pos.line)
@@ -277,9 +278,12 @@ class FunctionLowering(ExprLowering, TapeLowering, DeviceLowering):
         frame = self.frame_bytes + sum(storage_bytes(self.concrete(v.type)) for v in routine.locals) + \
             sum(storage_bytes(self.concrete(p.type)) for p in self.copied_params) + \
             (storage_bytes(self.concrete(routine.result)) if routine.result is not None else 0)
-        prologue.insert(0, f"mica_enter({frame}, {routine.decl.pos.line});")
+        prologue.insert(0, f"mica_enter({frame});")
+        # the caller's statement goes on after the call: its traps name its own line
+        prologue.insert(0, "int mica_caller_line = mica_line;")
         epilogue = [self.types.drop(self.concrete(v.type), c_name(v.name)) for v in routine.locals if needs_drop(v.type)]
         epilogue += [self.types.drop(self.concrete(p.type), c_name(p.name)) for p in self.copied_params if needs_drop(p.type)]
+        epilogue.append("mica_line = mica_caller_line;")
         if routine.result_var is not None:
             epilogue.append("return result;")
         signature = f"{routine.decl.kind} {routine.name}" + (
@@ -317,7 +321,13 @@ class FunctionLowering(ExprLowering, TapeLowering, DeviceLowering):
 
     def stmt(self, s: ast.Stmt) -> None:
         self.line_now = s.pos.line  # where device operations that name no line of their own report faults
+        if not isinstance(s, (ast.Compound, ast.Empty, ast.While, ast.Repeat)):  # loops set it at each test
+            self.at_line(s.pos.line)
         getattr(self, "stmt_" + type(s).__name__)(s)
+
+    def at_line(self, line: int) -> None:
+        """The running statement's line, for the runtime's traps that are given none (mica.h, mica_line)."""
+        self.line(f"mica_line = {line};")
 
     def stmt_Empty(self, s):
         pass
@@ -414,6 +424,7 @@ class FunctionLowering(ExprLowering, TapeLowering, DeviceLowering):
         loop = Loop(self.fresh("mica_next"), self.window_here)
         self.line("for (;;) {")
         with self.indented():
+            self.at_line(s.pos.line)
             cond = self.condition(s.cond)
             self.line(f"if (!({bare(cond)})) break;")
             self.loop_body(loop, lambda: self.stmt(s.body))
@@ -424,6 +435,7 @@ class FunctionLowering(ExprLowering, TapeLowering, DeviceLowering):
         self.line("for (;;) {")
         with self.indented():
             self.loop_body(loop, lambda: self.stmts(s.body))
+            self.at_line(s.cond.pos.line)
             cond = self.condition(s.cond)
             self.line(f"if ({bare(cond)}) break;")
         self.line("}")
