@@ -13,7 +13,7 @@ from importlib import resources
 import lark
 from lark import Token, Transformer, v_args
 
-from ..diagnostics import Pos, Reporter, SourceFile
+from ..diagnostics import ELLIPSIS, Pos, Reporter, SourceFile
 from . import ast
 
 KEYWORDS = frozenset(
@@ -135,8 +135,8 @@ def _previous_token_end(source: SourceFile, offset: int) -> Pos | None:
 
 
 def _end_pos(source: SourceFile) -> Pos:
-    lines = source.text.splitlines() or [""]
-    return Pos(len(lines), len(lines[-1]) + 1)
+    """Just after the last line's text: a final line break opens no line of its own."""
+    return source.pos_at(len(source.text.removesuffix("\n").removesuffix("\r")))
 
 
 def _unclosed_paren_comment(text: str) -> int | None:
@@ -171,9 +171,7 @@ def _reported_unclosed_comment(reporter: Reporter, source: SourceFile, before: i
     opened = _unclosed_paren_comment(source.text)
     if opened is None or (before is not None and opened > before):
         return False
-    line = source.text.count("\n", 0, opened) + 1
-    column = opened - (source.text.rfind("\n", 0, opened) + 1) + 1
-    reporter.error(Pos(line, column), 1003, "unterminated comment: no closing '*)' before the end of the file")
+    reporter.error(source.pos_at(opened), 1003, "unterminated comment: no closing '*)' before the end of the file")
     return True
 
 
@@ -213,6 +211,12 @@ def _pos(item) -> Pos:
     if isinstance(item, ast.Node):
         return item.pos
     return Pos(item.line, item.column)
+
+
+def _shown_literal(token: Token) -> str:
+    """A number literal as a message quotes it: a long one by its ends and its length."""
+    text = token.value
+    return text if len(text) <= 40 else f"{text[:16]}{ELLIPSIS}{text[-16:]} ({len(text)} characters)"
 
 
 def _string_value(token: Token) -> str:
@@ -367,9 +371,12 @@ class Builder(Transformer):
         return ast.Call(callee.pos, callee, args or [])
 
     def int_lit(self, meta, token):
-        value = int(token.value)
-        if value > INT64_MAX + 1:
-            self.reporter.error(_pos(token), 1004, f"integer literal {token.value} does not fit in 64 bits")
+        # Count the digits first: Python refuses int() of more than 4300 of them.
+        digits = token.value.lstrip("0") or "0"
+        too_long = len(digits) > len(str(INT64_MAX))
+        value = 0 if too_long else int(digits)
+        if too_long or value > INT64_MAX + 1:
+            self.reporter.error(_pos(token), 1004, f"integer literal {_shown_literal(token)} does not fit in 64 bits")
             value = 0
         literal = ast.IntLit(_pos(token), value)
         if value == INT64_MAX + 1:
@@ -379,7 +386,7 @@ class Builder(Transformer):
     def float_lit(self, meta, token):
         value = float(token.value)
         if value in (float("inf"), float("-inf")):
-            self.reporter.error(_pos(token), 1006, f"float literal {token.value} is too large for float64")
+            self.reporter.error(_pos(token), 1006, f"float literal {_shown_literal(token)} is too large for float64")
             value = 0.0
         return ast.FloatLit(_pos(token), token.value, value)
 
