@@ -12,21 +12,40 @@ Code ranges: 1xxx lexical, 2xxx syntax, 3xxx names, 4xxx types,
 
 from __future__ import annotations
 
+import bisect
+import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 
 @dataclass(frozen=True)
 class SourceFile:
-    """A Mica source text and the name diagnostics call it by."""
+    """A Mica source text and the name diagnostics call it by.
+
+    A line ends at '\n' and only there (so '\r\n' ends one too, its '\r' not shown);
+    a lone '\r', a form feed and the Unicode separators are characters within a line.
+    The lexer counts lines the same way, so a position's line is the line shown.
+    """
 
     name: str
     text: str
 
+    @cached_property
+    def _line_starts(self) -> list[int]:
+        return [0] + [m.end() for m in re.finditer("\n", self.text)]
+
     def line(self, number: int) -> str:
-        lines = self.text.splitlines()
-        if 1 <= number <= len(lines):
-            return lines[number - 1]
-        return ""
+        """Line `number` (from 1), without the '\n' or '\r\n' that ends it."""
+        if not 1 <= number <= len(self._line_starts):
+            return ""
+        start = self._line_starts[number - 1]
+        end = self.text.find("\n", start)
+        return self.text[start:] if end == -1 else self.text[start:end].removesuffix("\r")
+
+    def pos_at(self, offset: int) -> Pos:
+        """The line and column of the character at `offset` in the text."""
+        line = bisect.bisect_right(self._line_starts, offset)
+        return Pos(line, offset - self._line_starts[line - 1] + 1)
 
 
 @dataclass(frozen=True)
@@ -44,11 +63,29 @@ class Diagnostic:
 
     def render(self) -> str:
         head = f"{self.source.name}:{self.pos.line}:{self.pos.col}: analyzer error {self.code}: {self.message}"
+        shown, col = _window(self.source.line(self.pos.line), self.pos.col)
         # Control characters (a binary file given as source) show as one replacement mark each.
-        text = "".join(c if c == "\t" or c.isprintable() else "\ufffd" for c in self.source.line(self.pos.line))
+        text = "".join(c if c == "\t" or c.isprintable() else "\ufffd" for c in shown)
         # The caret keeps the source line's tabs so it lines up in any terminal.
-        lead = "".join(c if c == "\t" else " " for c in text[: self.pos.col - 1])
+        lead = "".join(c if c == "\t" else " " for c in text[: col - 1])
         return f"{head}\n    {text}\n    {lead}^"
+
+
+# A longer source line shows as this many of its characters around the caret,
+# with an ellipsis for each cut end.
+SHOWN_COLUMNS = 120
+ELLIPSIS = "\u2026"
+
+
+def _window(line: str, col: int) -> tuple[str, int]:
+    """What to show of `line` for a caret at column `col`, and the caret's column in it."""
+    if len(line) <= SHOWN_COLUMNS:
+        return line, col
+    start = max(0, min(col - 1 - SHOWN_COLUMNS // 2, len(line) - SHOWN_COLUMNS))
+    end = start + SHOWN_COLUMNS
+    before = ELLIPSIS if start > 0 else ""
+    after = ELLIPSIS if end < len(line) else ""
+    return before + line[start:end] + after, col - start + len(before)
 
 
 class CompileError(Exception):
@@ -65,11 +102,12 @@ class Reporter:
 
     source: SourceFile
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    _seen: set[tuple[Pos, int, str]] = field(default_factory=set)
 
     def error(self, pos: Pos, code: int, message: str) -> None:
-        diagnostic = Diagnostic(self.source, pos, code, message)
-        if diagnostic not in self.diagnostics:
-            self.diagnostics.append(diagnostic)
+        if (pos, code, message) not in self._seen:
+            self._seen.add((pos, code, message))
+            self.diagnostics.append(Diagnostic(self.source, pos, code, message))
 
     def check(self) -> None:
         """End of a stage: stop here if anything was reported."""

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from micatool.cli import main
+from micatool.diagnostics import Diagnostic, Pos, SourceFile
 
 CASES = sorted((Path(__file__).parent / "diagnostics").glob("*.mica"))
 
@@ -51,3 +52,17 @@ def test_check_command_exits_1_through_the_console_script(tmp_path):
     assert result.returncode == 1
     assert result.stderr.startswith(f"{program}:3:13: analyzer error 3001: unknown name 'undefined'")
     assert "Traceback" not in result.stderr
+
+
+def test_a_long_line_shows_the_window_at_its_end_and_past_it():
+    line = "x" * 200 + ";"
+    source = SourceFile("long.mica", "program P;\n" + line + "\nend.\n")
+    at_end = Diagnostic(source, Pos(2, 202), 2002, "m").render().splitlines()
+    assert at_end[1:] == ["    \u2026" + line[-120:], "    " + " " * 121 + "^"]
+    at_start = Diagnostic(source, Pos(2, 3), 2002, "m").render().splitlines()
+    assert at_start[1:] == ["    " + line[:120] + "\u2026", "      ^"]
+
+
+def test_a_one_line_file_of_megabytes_renders_in_a_few_hundred_characters():
+    source = SourceFile("one.mica", "program P; begin " + "WriteLn(1); " * 500_000 + "y := 1 end.")
+    assert len(Diagnostic(source, Pos(1, 6_000_018), 3001, "unknown name 'y'").render()) < 400

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from micatool.compile import front_end
 from micatool.compile.lower import lower
 from micatool.compile.parser import KEYWORDS, _lark
-from micatool.diagnostics import CompileError, SourceFile
+from micatool.diagnostics import CompileError, Pos, SourceFile
 
 SEEDS = sorted((Path(__file__).parent / "programs").glob("*.mica")) + sorted(
     (Path(__file__).parents[1] / "examples").glob("*/*.mica"))
@@ -98,3 +98,69 @@ def test_random_text_is_diagnosed(text):
 def test_truncated_programs_are_diagnosed(text, data):
     cut = data.draw(st.integers(0, len(text)))
     compiles_or_diagnoses(text[:cut])
+
+
+# ---------------------------------------------------------------- line endings and huge literals
+# (docs/language.md, Lexical: a line ends at '\n', so '\r\n' ends one too; a lone '\r',
+# a form feed and the Unicode separators end none.) Each case knows where its one error
+# is and holds the diagnostic's line:column, and the caret under the shown line, to it.
+
+LINE_BREAKS = ["\n", "\r\n"]
+BLANKS = [" ", "\t", "\r", "\f", "{\u2028}", "{ \u2029\u0085 }", "(*\x1c\x1d\x1e\v*)", "// \r not the end\n"]
+STATEMENTS = ["x := 1", "x := x + 2", "WriteLn(x)", "if x > 0 then x := 0"]
+FEW = settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+
+
+@st.composite
+def program_with_one_error(draw):
+    """(text, line, column): a program whose only error is the unknown name 'zz' at line:column."""
+    statements = draw(st.lists(st.sampled_from(STATEMENTS), min_size=1, max_size=6))
+    bad = draw(st.integers(0, len(statements)))
+    statements.insert(bad, "x := x +" + draw(st.sampled_from(BLANKS)) + "zz")
+    lines = ["program Lines;", "var x : integer;", "begin", *(s + ";" for s in statements), "end."]
+    lines = ["".join(draw(st.lists(st.sampled_from(BLANKS), max_size=3))) + line for line in lines]
+    text = "".join(line + draw(st.sampled_from(LINE_BREAKS)) for line in lines)
+    before = text[:text.index("zz")]
+    line, column = before.count("\n") + 1, len(before) - before.rfind("\n")
+    return text, line, column
+
+
+@FEW
+@given(program_with_one_error())
+def test_diagnostics_point_at_their_text_whatever_the_line_endings(case):
+    text, line, column = case
+    try:
+        front_end(SourceFile("lines.mica", text))
+    except CompileError as e:
+        assert [(d.code, d.pos) for d in e.diagnostics] == [(3001, Pos(line, column))]
+        _, shown, caret = e.diagnostics[0].render().split("\n")
+        assert shown[caret.index("^"):].startswith("zz")
+    else:
+        raise AssertionError("the unknown name was not reported")
+
+
+@st.composite
+def huge_literal(draw):
+    """(literal, the diagnostic code it gives or None): thousands of digits, around Python's 4300."""
+    digits = draw(st.integers(4290, 4310))
+    first = draw(st.sampled_from("123456789"))
+    kind = draw(st.sampled_from(["integer", "leading zeros", "float", "exponent", "tiny exponent"]))
+    return {"integer": (first * digits, 1004),
+            "leading zeros": ("0" * digits + first, None),
+            "float": (first * digits + ".5", 1006),
+            "exponent": (f"{first}.5e+{first * digits}", 1006),
+            "tiny exponent": (f"{first}.5e-{first * digits}", None)}[kind]
+
+
+@FEW
+@given(huge_literal(), st.sampled_from(["", "-"]))
+def test_huge_literals_are_numbered_diagnostics(case, sign):
+    literal, code = case
+    source = SourceFile("huge.mica", f"program Huge;\nbegin\n    WriteLn({sign}{literal});\nend.\n")
+    try:
+        front_end(source)
+    except CompileError as e:
+        assert [(d.code, d.pos) for d in e.diagnostics] == [(code, Pos(3, 13 + len(sign)))]
+        assert len(e.diagnostics[0].render()) < 400
+    else:
+        assert code is None

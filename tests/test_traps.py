@@ -27,6 +27,8 @@ TRAPS = {
     "negate": ("var i : integer;\nbegin\n  i := -MaxInt - 1;\n  i := -i;\nend.", 4, "integer overflow"),
     "index": ("var a : array[1..3] of integer; k : integer;\nbegin\n  k := 4;\n  a[k] := 1;\nend.",
               4, "index 4 out of range 1..3"),
+    "negative_index": ("var a : array[-2..-1] of integer; k : integer;\nbegin\n  k := 0;\n  a[k] := 1;\nend.",
+                       4, "index 0 out of range -2..-1"),
     "tensor_index": ("var v : vector[2] of float64; k : integer;\nbegin\n  k := -1;\n  WriteLn(v[k]);\nend.",
                      4, "index -1 out of range 0..1"),
     "dynamic_index": ("var a : array of integer;\nbegin\n  SetLength(address a, 2);\n  a[2] := 5;\nend.",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..diagnostics import CompileError, Diagnostic, Pos, SourceFile
+from ..diagnostics import CompileError, Diagnostic, SourceFile
 from .analyzer import Analysis, analyze
 from .lower import lower
 from .parser import parse
@@ -29,11 +29,8 @@ def load_source(path: str) -> SourceFile:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        good = data[: e.start].decode("utf-8")
-        line = good.count("\n") + 1
-        col = len(good) - (good.rfind("\n") + 1) + 1
-        source = SourceFile(path, good)
-        raise CompileError([Diagnostic(source, Pos(line, col), 1007, f"the file is not valid UTF-8 (byte 0x{data[e.start]:02x})")]) from None
+        source = SourceFile(path, data[: e.start].decode("utf-8"))
+        raise CompileError([Diagnostic(source, source.pos_at(len(source.text)), 1007, f"the file is not valid UTF-8 (byte 0x{data[e.start]:02x})")]) from None
     return SourceFile(path, text.removeprefix("\ufeff"))  # a byte-order mark is no part of the program
 
 

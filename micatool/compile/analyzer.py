@@ -87,6 +87,10 @@ def _predeclared() -> Scope:
 
 TENSOR_CONSTRUCTORS = {"vector": 1, "matrix": 2, "tensor": None}
 STATIC_LIMIT_BYTES = 1 << 40
+# Globals are C statics: with the default (small) code model the code reaches them
+# and the C library's own statics 32-bit relative (x86_64; aarch64's reach is 4 GiB),
+# so all of them and the code must fit in 2 GiB. This leaves the code 1 GiB of it.
+GLOBALS_LIMIT_BYTES = 1 << 30
 FLOAT32_OVERFLOW = 3.4028235677973366e38  # the least magnitude that rounds to float32's infinity
 
 
@@ -100,6 +104,7 @@ class Analyzer:
         self.tape_depth = 0
         self.loop_depth = 0
         self.global_vars: list[VarSymbol] = []
+        self.global_bytes = 0  # what the global variables declared so far take in place
         self.global_consts: list[ConstSymbol] = []
         self.records: list[Record] = []
         self.routines: list[RoutineSymbol] = []
@@ -186,8 +191,17 @@ class Analyzer:
             self.define(scope, symbol)
             if is_global:
                 self.global_vars.append(symbol)
+                self.count_global_bytes(decl, name, t)
             elif self.routine is not None:
                 self.routine.locals.append(symbol)
+
+    def count_global_bytes(self, decl: ast.VarDecl, name: str, t: Type) -> None:
+        """Report the global whose storage takes the globals past GLOBALS_LIMIT_BYTES (6020)."""
+        within = self.global_bytes <= GLOBALS_LIMIT_BYTES
+        self.global_bytes += storage_bytes(t)
+        if within and self.global_bytes > GLOBALS_LIMIT_BYTES:
+            self.error(decl, 6020, f"with '{name}' the global variables take {self.global_bytes} bytes in place, past "
+                                   f"the 1 GiB that static storage holds: make '{name}' a dynamic array or tensor")
 
     # ============================================================ routines
 

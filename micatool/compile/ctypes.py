@@ -121,8 +121,8 @@ class CTypes:
             name = f"{element}__dynarr"
             definition = f"typedef struct {{ int64_t len; {element} *e; }} {name};"
         else:
-            low = str(t.low).replace("-", "m")
-            name = f"{element}__arr_{low}_{t.high}"
+            low, high = (str(bound).replace("-", "m") for bound in (t.low, t.high))
+            name = f"{element}__arr_{low}_{high}"
             definition = f"typedef struct {{ {element} e[{t.length}]; }} {name};"
         if definition in self.definitions:
             return name  # arrays of device tensors of different shapes share their C type

@@ -1,7 +1,8 @@
 """Parser: Mica source text -> ast.Program.
 
-lark parses with mica.lark (LALR); the Builder below turns its tree into the
-dataclasses of ast.py at this boundary, so no later stage sees a lark tree.
+lark parses with mica.lark (LALR) and calls the Builder below as it reduces
+each rule, which builds the dataclasses of ast.py directly: no parse tree is
+built, and no later stage sees lark.
 Lexical and syntax errors become numbered diagnostics (1xxx, 2xxx).
 """
 
@@ -9,11 +10,12 @@ from __future__ import annotations
 
 import functools
 from importlib import resources
+from types import SimpleNamespace
 
 import lark
-from lark import Token, Transformer, v_args
+from lark import Token
 
-from ..diagnostics import Pos, Reporter, SourceFile
+from ..diagnostics import ELLIPSIS, Pos, Reporter, SourceFile
 from . import ast
 
 KEYWORDS = frozenset(
@@ -25,16 +27,29 @@ KEYWORDS = frozenset(
 INT64_MAX = 2**63 - 1
 
 
+def _grammar() -> str:
+    return resources.files(__package__).joinpath("mica.lark").read_text()
+
+
 @functools.cache
+def _parser() -> tuple[lark.Lark, Builder]:
+    """The LALR parser, calling the Builder as it reduces each rule: no parse tree is built."""
+    builder = Builder()
+    parser = lark.Lark(_grammar(), parser="lalr", lexer="basic", maybe_placeholders=True,
+                       transformer=builder._callbacks())
+    return parser, builder
+
+
 def _lark() -> lark.Lark:
-    grammar = resources.files(__package__).joinpath("mica.lark").read_text()
-    return lark.Lark(grammar, parser="lalr", lexer="basic", propagate_positions=True, maybe_placeholders=True)
+    return _parser()[0]
 
 
 def parse(source: SourceFile) -> ast.Program:
     reporter = Reporter(source)
+    parser, builder = _parser()
+    builder._start(Reporter(source))
     try:
-        tree = _lark().parse(source.text)
+        program = parser.parse(source.text)
     except lark.exceptions.UnexpectedCharacters as e:
         _lexical_error(reporter, source, e)
     except lark.exceptions.UnexpectedToken as e:
@@ -43,11 +58,10 @@ def parse(source: SourceFile) -> ast.Program:
         if not _reported_unclosed_comment(reporter, source, None):
             reporter.error(_end_pos(source), 2002, "unexpected end of file" + _expected_text(e.expected))
     reporter.check()
-    _check_nesting(reporter, tree)
-    builder = Builder(reporter)
-    program = builder.transform(tree)
-    builder.report_too_large()
-    reporter.check()
+    if builder._height(program) > MAX_NESTING:
+        _check_nesting(reporter, _tree_parser().parse(source.text))
+    builder._report_too_large()
+    builder.reporter.check()
     return program
 
 
@@ -57,6 +71,13 @@ def parse(source: SourceFile) -> ast.Program:
 # a sum one): the later stages walk the tree recursively, and the C compiler
 # limits its own nesting too. Real programs stay under 30.
 MAX_NESTING = 2000
+
+
+@functools.cache
+def _tree_parser() -> lark.Lark:
+    """A parser that builds lark's tree, whose nodes know their extent: only to say where a
+    program that nests too deep does so, which the Builder sees only from below."""
+    return lark.Lark(_grammar(), parser="lalr", lexer="basic", propagate_positions=True, maybe_placeholders=True)
 
 
 def _check_nesting(reporter: Reporter, tree: lark.Tree) -> None:
@@ -135,8 +156,8 @@ def _previous_token_end(source: SourceFile, offset: int) -> Pos | None:
 
 
 def _end_pos(source: SourceFile) -> Pos:
-    lines = source.text.splitlines() or [""]
-    return Pos(len(lines), len(lines[-1]) + 1)
+    """Just after the last line's text: a final line break opens no line of its own."""
+    return source.pos_at(len(source.text.removesuffix("\n").removesuffix("\r")))
 
 
 def _unclosed_paren_comment(text: str) -> int | None:
@@ -171,9 +192,7 @@ def _reported_unclosed_comment(reporter: Reporter, source: SourceFile, before: i
     opened = _unclosed_paren_comment(source.text)
     if opened is None or (before is not None and opened > before):
         return False
-    line = source.text.count("\n", 0, opened) + 1
-    column = opened - (source.text.rfind("\n", 0, opened) + 1) + 1
-    reporter.error(Pos(line, column), 1003, "unterminated comment: no closing '*)' before the end of the file")
+    reporter.error(source.pos_at(opened), 1003, "unterminated comment: no closing '*)' before the end of the file")
     return True
 
 
@@ -204,7 +223,7 @@ def _syntax_error(reporter: Reporter, source: SourceFile, e: lark.exceptions.Une
         reporter.error(pos, 2003, f"unexpected {found}" + _expected_text(expected))
 
 
-# ---------------------------------------------------------------- tree -> AST
+# ---------------------------------------------------------------- rules -> AST
 
 
 def _pos(item) -> Pos:
@@ -215,175 +234,212 @@ def _pos(item) -> Pos:
     return Pos(item.line, item.column)
 
 
+def _shown_literal(token: Token) -> str:
+    """A number literal as a message quotes it: a long one by its ends and its length."""
+    text = token.value
+    return text if len(text) <= 40 else f"{text[:16]}{ELLIPSIS}{text[-16:]} ({len(text)} characters)"
+
+
 def _string_value(token: Token) -> str:
     return token.value[1:-1].replace("''", "'")
 
 
-@v_args(meta=True, inline=True)
-class Builder(Transformer):
-    """Turns lark's tree into ast nodes; reports literals out of range (1004)."""
+class Builder:
+    """Turns each reduced rule into its ast node; reports literals out of range (1004).
 
-    def __init__(self, reporter: Reporter):
-        super().__init__()
+    Every public method is the rule (or alias) of mica.lark it is named after and
+    takes that rule's kept children. Each node's height in the tree (a leaf is 1)
+    is kept until its parent is reduced, so the parser knows how deep a program nests.
+    """
+
+    def __init__(self):
+        self._heights: dict[int, int] = {}  # id of a node not yet given to a parent -> its height
+
+    def _start(self, reporter: Reporter) -> None:
         self.reporter = reporter
         self.too_large: list[ast.IntLit] = []  # 2**63: fine only as -9223372036854775808
+        self._heights.clear()
 
-    def report_too_large(self) -> None:
+    def _height(self, node) -> int:
+        return self._heights.get(id(node), 0)
+
+    def _callbacks(self) -> SimpleNamespace:
+        rules = [name for name in vars(Builder) if not name.startswith("_")]
+        return SimpleNamespace(**{name: self._reducing(getattr(self, name)) for name in rules})
+
+    def _reducing(self, method):
+        heights = self._heights
+
+        def reduce(children):
+            height = 1
+            for child in children:
+                if child is not None and not isinstance(child, Token):
+                    height = max(height, heights.pop(id(child), 0) + 1)
+            node = method(*children)
+            heights[id(node)] = height
+            return node
+
+        return reduce
+
+    def _report_too_large(self) -> None:
         for literal in self.too_large:
             self.reporter.error(literal.pos, 1004, f"integer literal {literal.value} does not fit in 64 bits")
 
     # -- program and declarations
 
-    def start(self, meta, name, *rest):
+    def start(self, name, *rest):
         *sections, body = rest
         return ast.Program(_pos(name), str(name), _flatten(sections), body)
 
-    def const_section(self, meta, *decls):
+    def const_section(self, *decls):
         return list(decls)
 
     type_section = var_section = const_section
 
-    def const_decl(self, meta, name, type_expr, _equal, value):
+    def const_decl(self, name, type_expr, _equal, value):
         return ast.ConstDecl(_pos(name), str(name), type_expr, value)
 
-    def type_decl(self, meta, name, _equal, type_expr):
+    def type_decl(self, name, _equal, type_expr):
         return ast.TypeDecl(_pos(name), str(name), type_expr)
 
-    def var_decl(self, meta, names, type_expr, _equal, init):
+    def var_decl(self, names, type_expr, _equal, init):
         return ast.VarDecl(names[0][1], [n for n, _ in names], type_expr, init)
 
-    def name_list(self, meta, *names):
+    def name_list(self, *names):
         return [(str(n), _pos(n)) for n in names]
 
-    def procedure(self, meta, name, params, *rest):
+    def procedure(self, name, params, *rest):
         *sections, body = rest
         return ast.Routine(_pos(name), "procedure", str(name), params or [], None, _flatten(sections), body)
 
-    def function(self, meta, name, params, result, *rest):
+    def function(self, name, params, result, *rest):
         *sections, body = rest
         return ast.Routine(_pos(name), "function", str(name), params or [], result, _flatten(sections), body)
 
-    def params(self, meta, *groups):
+    def params(self, *groups):
         return [p for g in groups if g is not None for p in g]
 
-    def param_group(self, meta, address, names, type_expr):
+    def param_group(self, address, names, type_expr):
         return [ast.Param(pos, name, type_expr, address is not None) for name, pos in names]
 
     # -- types
 
-    def named_type(self, meta, name):
+    def named_type(self, name):
         return ast.NamedType(_pos(name), str(name))
 
-    def shaped_type(self, meta, name, dims, element):
+    def shaped_type(self, name, dims, element):
         return ast.ShapedType(_pos(name), str(name), dims, element)
 
-    def dynamic_shaped_type(self, meta, name, element):
+    def dynamic_shaped_type(self, name, element):
         return ast.DynamicShapedType(_pos(name), str(name), element)
 
-    def static_array_type(self, meta, low, _dotdot, high, element):
-        return ast.StaticArrayType(Pos(meta.line, meta.column), low, high, element)
+    def static_array_type(self, keyword, low, _dotdot, high, element):
+        return ast.StaticArrayType(_pos(keyword), low, high, element)
 
-    def dynamic_array_type(self, meta, element):
-        return ast.DynamicArrayType(Pos(meta.line, meta.column), element)
+    def dynamic_array_type(self, keyword, element):
+        return ast.DynamicArrayType(_pos(keyword), element)
 
-    def record_type(self, meta, fields):
-        return ast.RecordType(Pos(meta.line, meta.column), fields)
+    def record_type(self, keyword, fields):
+        return ast.RecordType(_pos(keyword), fields)
 
-    def field_decls(self, meta, *fields):
+    def field_decls(self, *fields):
         return [f for f in fields if f is not None]
 
-    def field_decl(self, meta, names, type_expr):
+    def field_decl(self, names, type_expr):
         return ast.FieldDecl(names[0][1], [n for n, _ in names], type_expr)
 
-    def tracked_type(self, meta, inner):
-        return ast.TrackedType(Pos(meta.line, meta.column), inner)
+    def tracked_type(self, keyword, inner):
+        return ast.TrackedType(_pos(keyword), inner)
 
-    def address_type(self, meta, keyword, inner):
+    def address_type(self, keyword, inner):
         return ast.AddressType(_pos(keyword), inner)
 
-    def on_gpu_type(self, meta, inner):
-        return ast.OnGpuType(Pos(meta.line, meta.column), inner)
+    def on_gpu_type(self, inner):
+        return ast.OnGpuType(inner.pos, inner)
 
     # -- statements
 
-    def stmt_list(self, meta, *stmts):
+    def stmt_list(self, *stmts):
         return [s for s in stmts if not isinstance(s, ast.Empty)]
 
-    def assign(self, meta, target, value):
+    def assign(self, target, value):
         return ast.Assign(target.pos, target, value)
 
-    def call_stmt(self, meta, call):
+    def call_stmt(self, call):
         return ast.CallStmt(call.pos, call)
 
-    def compound(self, meta, body):
-        return ast.Compound(Pos(meta.line, meta.column), body)
+    def compound(self, keyword, body):
+        return ast.Compound(_pos(keyword), body)
 
-    def if_stmt(self, meta, cond, then, otherwise):
-        return ast.If(Pos(meta.line, meta.column), cond, then, otherwise)
+    def if_stmt(self, keyword, cond, then, otherwise):
+        return ast.If(_pos(keyword), cond, then, otherwise)
 
-    def for_stmt(self, meta, var, start, direction, stop, body):
+    def for_stmt(self, keyword, var, start, direction, stop, body):
         variable = ast.Name(_pos(var), str(var))
-        return ast.For(Pos(meta.line, meta.column), variable, start, stop, direction.type == "DOWNTO", body)
+        return ast.For(_pos(keyword), variable, start, stop, direction.type == "DOWNTO", body)
 
-    def while_stmt(self, meta, cond, body):
-        return ast.While(Pos(meta.line, meta.column), cond, body)
+    def while_stmt(self, keyword, cond, body):
+        return ast.While(_pos(keyword), cond, body)
 
-    def repeat_stmt(self, meta, body, cond):
-        return ast.Repeat(Pos(meta.line, meta.column), body, cond)
+    def repeat_stmt(self, keyword, body, cond):
+        return ast.Repeat(_pos(keyword), body, cond)
 
-    def tape_stmt(self, meta, body):
-        return ast.Tape(Pos(meta.line, meta.column), body, Pos(meta.end_line, meta.end_column - 3))
+    def tape_stmt(self, keyword, body, end):
+        return ast.Tape(_pos(keyword), body, _pos(end))
 
-    def break_stmt(self, meta, token):
+    def break_stmt(self, token):
         return ast.Break(_pos(token))
 
-    def continue_stmt(self, meta, token):
+    def continue_stmt(self, token):
         return ast.Continue(_pos(token))
 
-    def exit_stmt(self, meta, token):
+    def exit_stmt(self, token):
         return ast.Exit(_pos(token))
 
-    def empty_stmt(self, meta):
+    def empty_stmt(self):
         return ast.Empty(Pos(0, 0))
 
     # -- expressions
 
-    def binary(self, meta, left, op, right):
+    def binary(self, left, op, right):
         return ast.Binary(_pos(op), str(op), left, right)
 
-    def unary(self, meta, op, operand):
+    def unary(self, op, operand):
         if str(op) == "-" and any(literal is operand for literal in self.too_large):  # the most negative integer
             self.too_large = [literal for literal in self.too_large if literal is not operand]
             return ast.IntLit(_pos(op), -operand.value)
         return ast.Unary(_pos(op), str(op), operand)
 
-    def index(self, meta, base, indices):
+    def index(self, base, indices):
         return ast.Index(base.pos, base, indices)
 
-    def field(self, meta, base, name):
+    def field(self, base, name):
         return ast.Field(_pos(name), base, str(name))
 
-    def call(self, meta, callee, args):
+    def call(self, callee, args):
         return ast.Call(callee.pos, callee, args or [])
 
-    def int_lit(self, meta, token):
-        value = int(token.value)
-        if value > INT64_MAX + 1:
-            self.reporter.error(_pos(token), 1004, f"integer literal {token.value} does not fit in 64 bits")
+    def int_lit(self, token):
+        # Count the digits first: Python refuses int() of more than 4300 of them.
+        digits = token.value.lstrip("0") or "0"
+        too_long = len(digits) > len(str(INT64_MAX))
+        value = 0 if too_long else int(digits)
+        if too_long or value > INT64_MAX + 1:
+            self.reporter.error(_pos(token), 1004, f"integer literal {_shown_literal(token)} does not fit in 64 bits")
             value = 0
         literal = ast.IntLit(_pos(token), value)
         if value == INT64_MAX + 1:
             self.too_large.append(literal)
         return literal
 
-    def float_lit(self, meta, token):
+    def float_lit(self, token):
         value = float(token.value)
         if value in (float("inf"), float("-inf")):
-            self.reporter.error(_pos(token), 1006, f"float literal {token.value} is too large for float64")
+            self.reporter.error(_pos(token), 1006, f"float literal {_shown_literal(token)} is too large for float64")
             value = 0.0
         return ast.FloatLit(_pos(token), token.value, value)
 
-    def malformed_float(self, meta, token):
+    def malformed_float(self, token):
         if "." in token.value and not token.value.split(".")[1][:1].isdigit():
             why = "a float needs digits after '.' (write 1.0, not 1.)"
         else:
@@ -391,28 +447,28 @@ class Builder(Transformer):
         self.reporter.error(_pos(token), 1005, f"malformed number: {why}")
         return ast.FloatLit(_pos(token), token.value, 0.0)
 
-    def str_lit(self, meta, token):
+    def str_lit(self, token):
         return ast.StrLit(_pos(token), _string_value(token))
 
-    def bool_lit(self, meta, token):
+    def bool_lit(self, token):
         return ast.BoolLit(_pos(token), token.value == "true")
 
-    def name(self, meta, token):
+    def name(self, token):
         return ast.Name(_pos(token), str(token))
 
-    def tensor_lit(self, meta, bracket, items):
+    def tensor_lit(self, bracket, items):
         return ast.TensorLit(_pos(bracket), items)
 
-    def expr_list(self, meta, *items):
+    def expr_list(self, *items):
         return list(items)
 
-    def arg_list(self, meta, *args):
+    def arg_list(self, *args):
         return list(args)
 
-    def address_arg(self, meta, keyword, place):
+    def address_arg(self, keyword, place):
         return ast.AddressArg(_pos(keyword), place)
 
-    def format_arg(self, meta, value, width, decimals):
+    def format_arg(self, value, width, decimals):
         return ast.FormatArg(value.pos, value, width, decimals)
 
 
