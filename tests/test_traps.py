@@ -142,13 +142,12 @@ def test_a_string_outgrowing_memory_names_its_line(tmp_path, tier):
 
 
 def test_load_from_an_endless_file_names_its_line(tmp_path):
-    """Load reads /dev/zero whole, growing its buffer inside mica_checkpoint.c, which names no
-    line of its own: the trap names Load's. (The message is today's reader's; a reader that
-    refuses such a file earlier says why instead, on the same line.)"""
+    """/dev/zero's first eight bytes say its header is empty, which the reader refuses
+    before reading on; the trap names Load's line."""
     body = "var w : vector[2] of float64;\nbegin\n  WriteLn('loading');\n  Load('/dev/zero', w);\nend."
     result = _run_in(build_text(tmp_path, _program(body), name="trap.mica"), 2048)
     assert (result.returncode, result.stdout) == (1, "loading\n")
-    assert result.stderr == "trap.mica:5: out of memory allocating 1073741824 bytes\n"
+    assert result.stderr == "trap.mica:5: cannot load '/dev/zero': not a safetensors file: the header is not valid JSON\n"
 
 
 def test_a_trap_after_a_routine_returns_names_the_callers_line(tmp_path):
