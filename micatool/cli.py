@@ -3,17 +3,23 @@
 Every error a user can cause ends here as a diagnostic or a one-line message
 and a non-zero exit status; a bug in micatool prints a request to report it,
 never a Python traceback (MICATOOL_TRACEBACK=1 shows one for developers).
+
+Exit statuses: 0 done; 1 diagnostics or an error; 2 a malformed command
+line; 3 a bug in micatool. `run` hands back its program's status, so its own
+failures use 101, as cargo's do, where a program's 1 would be mistaken.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from . import __version__, targets
+from . import __version__, progress, targets
 from .compile import SourceError, front_end, load_source, to_c
 from .diagnostics import REPORT_HINT, CompileError, InternalError
 from .link.image import ImageError
@@ -25,8 +31,19 @@ class UsageError(Exception):
     """A command line that names something missing or impossible."""
 
 
+RUN_FAILED = 101  # `run`'s own failure, distinct from any status its program gives
+
+
 def cmd_check(args) -> int:
-    front_end(load_source(args.program))
+    try:
+        front_end(load_source(args.program))
+    except CompileError as e:
+        if not args.json:
+            raise
+        for d in e.diagnostics:
+            print(json.dumps({"file": d.source.name, "line": d.pos.line, "column": d.pos.col,
+                              "code": d.code, "message": d.message}))
+        return 1
     return 0
 
 
@@ -59,12 +76,20 @@ def _build_binary(program: str, target: targets.Target, tier: str, output: Path 
     return output
 
 
+def output_path(args, default: str) -> Path:
+    """Where -o says, or `default`; as cc does, a folder that is not there is
+    an error rather than something to create."""
+    output = Path(args.output) if args.output else Path(default)
+    if not output.parent.is_dir():
+        raise UsageError(f"cannot write '{output}': the folder '{output.parent}' does not exist")
+    if output.resolve() == Path(args.program).resolve():
+        raise UsageError(f"the output would overwrite its own source '{args.program}'; choose another -o")
+    return output
+
+
 def cmd_build(args) -> int:
     target = targets.resolve(args.target)
-    output = Path(args.output) if args.output else Path(Path(args.program).stem)
-    if output.resolve() == Path(args.program).resolve():
-        raise UsageError(f"the binary would overwrite its own source '{args.program}'; choose another -o")
-    _build_binary(args.program, target, args.tier, output)
+    _build_binary(args.program, target, args.tier, output_path(args, Path(args.program).stem))
     return 0
 
 
@@ -74,12 +99,13 @@ def cmd_image(args) -> int:
     if build.GPU_MARK in to_c(load_source(args.program)):
         raise image.ImageError(f"{args.program} uses the GPU: its binary is the glibc flavour (docs/gpu.md), "
                                "which a FROM scratch image cannot run; build it and ship it on a CUDA base image")
+    output = output_path(args, Path(args.program).stem + ".tar")
     binaries = {}
     for word in args.platform.split(","):
         target = targets.resolve(word.strip())
         binaries[target.platform] = _build_binary(args.program, target, "fast", None).read_bytes()
-    output = Path(args.output) if args.output else Path(Path(args.program).stem + ".tar")
-    info = image.write_image(binaries, args.tag, output, binary_name=Path(args.program).stem)
+    with progress.step(f"writing {output}"):
+        info = image.write_image(binaries, args.tag, output)
     print(f"wrote {output}: {info.tag}, {len(binaries)} platform(s), index {info.index_digest}, {info.tarball_size} bytes")
     for platform, part in sorted(info.platforms.items()):
         print(f"  {platform}: manifest {part.manifest_digest}, layer {part.layer_size} bytes")
@@ -101,19 +127,29 @@ def cmd_size(args) -> int:
             arch = target.name.split("-")[0]
             rows.append({"program": name, "target": arch, **sizes})
             measured.setdefault(name, {})[arch] = sizes
-    print(size.format_table(rows))
-    if args.check:
-        ok, table = size.check_budgets(measured, args.check)
-        print(table)
-        return 0 if ok else 1
-    return 0
+    budgets = size.budget_rows(measured, args.check) if args.check else []
+    ok = all(row["verdict"] != "OVER" for row in budgets)
+    if args.json:
+        print(json.dumps({"sizes": rows, "budgets": budgets, "ok": ok} if args.check else {"sizes": rows}))
+    else:
+        print(size.format_table(rows))
+        if args.check:
+            print(size.format_table(budgets))
+    return 0 if ok else 1
 
 
 def cmd_run(args) -> int:
-    binary = _build_binary(args.program, targets.native(), args.tier, None)
+    try:
+        binary = _build_binary(args.program, targets.native(), args.tier, None)
+    except Exception as e:
+        raise RunFailed(e) from e
     sys.stdout.flush()
     code = subprocess.run([str(binary), *args.args]).returncode
     return 128 - code if code < 0 else code  # killed by a signal: the shell's 128 + signal number
+
+
+class RunFailed(Exception):
+    """`run` could not build its program; the cause is reported as usual, the status is RUN_FAILED."""
 
 
 def cmd_notebook(args) -> int:
@@ -123,6 +159,24 @@ def cmd_notebook(args) -> int:
     if not path.is_file():
         raise UsageError(f"cannot read the notebook '{args.notebook}'")
     return (notebook.run if args.action == "run" else notebook.verify)(path, args.tier)
+
+
+def cmd_version(args) -> int:
+    from .link import zig
+
+    print(f"micatool {__version__} (zig {zig.zig_version()})")
+    return 0
+
+
+def cmd_help(args) -> int:
+    top, subs = parser()
+    if args.topic is None:
+        top.print_help()
+    elif args.topic in subs:
+        subs[args.topic].print_help()
+    else:
+        raise UsageError(f"no command '{args.topic}'; the commands are {', '.join(COMMANDS)}")
+    return 0
 
 
 COMMANDS = {
@@ -135,16 +189,28 @@ COMMANDS = {
     "image": (cmd_image, "write a FROM scratch OCI image of the program, without a Docker daemon"),
     "size": (cmd_size, "the stripped binary's size per target and section; --check holds it to budgets"),
     "notebook": (cmd_notebook, "Mica Notebooks: run every cell and record its output, or verify the recordings"),
+    "version": (cmd_version, "print micatool's version and the zig it builds with"),
+    "help": (cmd_help, "show the commands, or one command's options"),
 }
 
 
-def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="micatool", description="The Mica toolchain.")
-    top.add_argument("--version", action="version", version=f"micatool {__version__}")
+def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The top-level parser and each command's own."""
+    top = argparse.ArgumentParser(prog="micatool", description="The Mica toolchain.",
+                                  epilog="exit status: 0 done, 1 diagnostics or an error, 2 a malformed command line, "
+                                         "3 a bug in micatool; run: its program's status, or 101 when it cannot build it")
+    top.add_argument("-V", "--version", action="store_true", help="print the version and exit")
+    top.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     commands = top.add_subparsers(dest="command", metavar="command")
+    subs = {}
     for name, (_, help_text) in COMMANDS.items():
-        sub = commands.add_parser(name, help=help_text, description=help_text)
-        if name == "size":
+        sub = subs[name] = commands.add_parser(name, help=help_text, description=help_text)
+        sub.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress display")
+        if name == "version":
+            continue
+        if name == "help":
+            sub.add_argument("topic", nargs="?", help="a command")
+        elif name == "size":
             sub.add_argument("program", nargs="+", help="one or more .mica source files")
         elif name == "notebook":
             sub.add_argument("action", choices=("run", "verify"),
@@ -168,36 +234,85 @@ def parser() -> argparse.ArgumentParser:
         if name == "size":
             sub.add_argument("--target", default="x86_64-linux,aarch64-linux", help="comma-separated targets")
             sub.add_argument("--check", metavar="BUDGETS", help="fail when a binary exceeds its budget (TOML)")
-    return top
+        if name in ("check", "size"):
+            sub.add_argument("--json", action="store_true",
+                             help="machine-readable output: " + ("one JSON object per diagnostic" if name == "check"
+                                                                 else "one JSON object of sizes (and budgets)"))
+    return top, subs
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # `run`'s program gets what follows `--`; everything before it is micatool's, in any order
-    program_args = argv[argv.index("--") + 1:] if "--" in argv else []
-    args = parser().parse_args(argv[:argv.index("--")] if "--" in argv else argv)
-    if args.command is None:
-        parser().print_help()
+    ours, program_args = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+    top, subs = parser()
+    args, stray = top.parse_known_args(ours)
+    if stray:
+        hint = ""
+        if args.command == "run":
+            hint = (f"\nhint: a program's arguments go after --: "
+                    f"micatool run {getattr(args, 'program', 'prog.mica')} -- {' '.join(stray)}")
+        (subs.get(args.command) or top).print_usage(sys.stderr)
+        print(f"micatool: error: unrecognized arguments: {' '.join(stray)}{hint}", file=sys.stderr)
         return 2
+    if args.version:
+        return cmd_version(args)
+    if args.command is None:
+        top.print_help(sys.stderr)
+        return 2
+    if args.quiet:
+        progress.silence()
     args.args = program_args
     try:
         return COMMANDS[args.command][0](args)
-    except CompileError as e:
+    except RunFailed as e:
+        report(e.__cause__)
+        return RUN_FAILED
+    except BaseException as e:
+        return report(e)
+
+
+def report(e: BaseException) -> int:
+    """Say what went wrong in one message; give the exit status for it."""
+    if isinstance(e, CompileError):
         print(e, file=sys.stderr)
         return 1
-    except OSError as e:  # the file and the system's reason, without Python's errno dressing
+    if isinstance(e, OSError):  # the file and the system's reason, without Python's errno dressing
         print(f"micatool: error: {e.filename or 'file'}: {e.strerror or e}", file=sys.stderr)
         return 1
-    except (SourceError, UsageError, targets.TargetError, ImageError, BudgetError, NotebookError) as e:
+    if isinstance(e, (SourceError, UsageError, targets.TargetError, ImageError, BudgetError, NotebookError)):
         print(f"micatool: error: {e}", file=sys.stderr)
         return 1
-    except InternalError as e:
+    if isinstance(e, InternalError):
         print(f"micatool: internal error: {e}\n{REPORT_HINT}", file=sys.stderr)
         return 3
-    except KeyboardInterrupt:
+    if isinstance(e, KeyboardInterrupt):
         return 130
-    except Exception as e:  # a bug: say so plainly, without a traceback
-        if os.environ.get("MICATOOL_TRACEBACK"):
-            raise
-        print(f"micatool: internal error: {type(e).__name__}: {e}\n{REPORT_HINT}", file=sys.stderr)
-        return 3
+    if isinstance(e, Stopped):
+        return 128 + e.signal
+    if not isinstance(e, Exception) or os.environ.get("MICATOOL_TRACEBACK"):
+        raise e
+    print(f"micatool: internal error: {type(e).__name__}: {e}\n{REPORT_HINT}", file=sys.stderr)  # a bug
+    return 3
+
+
+class Stopped(BaseException):
+    """SIGTERM or SIGHUP, raised where micatool was, so that every temporary
+    folder and file is removed on the way out, as for Ctrl-C."""
+
+    def __init__(self, signal_number: int):
+        super().__init__(signal_number)
+        self.signal = signal_number
+
+
+def _stop(signal_number, _frame):
+    raise Stopped(signal_number)
+
+
+def entry() -> None:
+    """The `micatool` command. A closed standard output (`| head`) ends it
+    quietly, by SIGPIPE, as it ends cat; SIGTERM and SIGHUP clean up first."""
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, _stop)
+    sys.exit(main())

@@ -6,8 +6,11 @@ which the conftest installs when it is missing.
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from micatool import targets
@@ -43,3 +46,19 @@ def run(binary: Path, target: str = "x86_64-linux", args=(), cwd=None, timeout=1
 
 def run_text(tmp_path: Path, text: str, **kw) -> subprocess.CompletedProcess:
     return run(build_text(tmp_path, text, **kw))
+
+
+def find_ptxas() -> tuple[str | None, str]:
+    """(path, 'where it came from and its version'), or (None, why not)."""
+    candidates = [("/usr/local/bin/ptxas", "/usr/local/bin")]
+    if shutil.which("ptxas"):
+        candidates.append((shutil.which("ptxas"), "PATH"))
+    for entry in sys.path:
+        wheel = Path(entry) / "nvidia" / "cuda_nvcc" / "bin" / "ptxas"
+        candidates.append((str(wheel), "PyPI nvidia-cuda-nvcc"))
+    for path, origin in candidates:
+        if os.access(path, os.X_OK):
+            out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+            version = re.search(r"V(\d+\.\d+\.\d+)", out)
+            return path, f"{origin} {version.group(1) if version else '?'}"
+    return None, "no ptxas: neither /usr/local/bin/ptxas, one on PATH, nor the PyPI wheel nvidia-cuda-nvcc"

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -66,14 +69,6 @@ def test_a_source_must_be_named_mica_and_is_never_overwritten(hello, tmp_path):
     assert "would overwrite its own source" in done.stderr
 
 
-def test_debug_binaries_are_the_same_bytes_every_build(hello, tmp_path):
-    first, second = tmp_path / "first", tmp_path / "second"
-    for out in (first, second):
-        assert micatool("build", "--tier", "debug", str(hello), "-o", str(out)).returncode == 0
-    assert first.read_bytes() == second.read_bytes()
-    assert b"mica-build-" not in first.read_bytes()
-
-
 def test_run_gives_the_program_only_what_follows_the_separator(tmp_path):
     program = tmp_path / "arguments.mica"
     program.write_text(ARGUMENTS)
@@ -97,3 +92,151 @@ def test_size_names_a_program_by_its_folder_from_inside_it(tmp_path):
     (tmp_path / "budgets.toml").write_text("[examples.hello]\nx86_64 = 100\n")
     done = micatool("size", "hello.mica", "--target", "x86_64-linux", "--check", "../budgets.toml", cwd=folder)
     assert done.returncode == 1 and "OVER" in done.stdout
+
+
+# ---------------------------------------------------------------- behaving like cargo, zig and go
+
+HALT = "program Stop;\nbegin\n    WriteLn('stopping');\n    Halt(7);\nend.\n"
+BROKEN = "program Broken;\nbegin\n    x := 1;\nend.\n"
+
+
+@pytest.mark.parametrize("words", [["-V"], ["--version"], ["version"]])
+def test_the_version_is_asked_three_ways(words):
+    from micatool import __version__
+
+    done = micatool(*words)
+    assert (done.returncode, done.stdout) == (0, f"micatool {__version__} (zig 0.17.1)\n")
+
+
+def test_help_shows_the_commands_and_each_commands_options():
+    done = micatool("help")
+    assert done.returncode == 0 and "notebook" in done.stdout and "exit status: 0 done" in done.stdout
+    done = micatool("help", "run")
+    assert done.returncode == 0 and done.stdout.startswith("usage: micatool run ") and "--tier" in done.stdout
+    done = micatool("help", "fly")
+    assert done.returncode == 1 and done.stderr.startswith("micatool: error: no command 'fly'; the commands are check,")
+
+
+def test_run_hands_back_the_programs_status_and_fails_with_its_own(tmp_path):
+    (tmp_path / "stop.mica").write_text(HALT)
+    done = micatool("run", "stop.mica", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (7, "stopping\n")
+    (tmp_path / "broken.mica").write_text(BROKEN)
+    done = micatool("run", "broken.mica", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (101, "")
+    assert done.stderr.startswith("broken.mica:3:5: analyzer error 3001: unknown name 'x'\n")
+    assert micatool("run", "missing.mica", cwd=tmp_path).returncode == 101
+
+
+def test_a_program_argument_before_the_separator_gets_a_hint(hello):
+    done = micatool("run", str(hello), "--steps", "5")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-2:] == [
+        "micatool: error: unrecognized arguments: --steps 5",
+        f"hint: a program's arguments go after --: micatool run {hello} -- --steps 5"]
+
+
+def test_a_closed_standard_output_ends_quietly_as_cat_does(hello):
+    """emit-c writes far more than a pipe holds; head takes one line and leaves."""
+    done = subprocess.run(f"{sys.executable} -m micatool emit-c {hello} | head -1", shell=True,
+                          capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.count("\n") == 1
+
+
+def test_check_json_is_one_object_per_diagnostic(tmp_path):
+    (tmp_path / "broken.mica").write_text("program Broken;\nbegin\n    x := 1;\n    y := 2;\nend.\n")
+    done = micatool("check", "--json", "broken.mica", cwd=tmp_path)
+    assert done.returncode == 1
+    assert [json.loads(line) for line in done.stdout.splitlines()] == [
+        {"file": "broken.mica", "line": 3, "column": 5, "code": 3001, "message": "unknown name 'x'"},
+        {"file": "broken.mica", "line": 4, "column": 5, "code": 3001, "message": "unknown name 'y'"}]
+    assert done.stderr == ""
+    (tmp_path / "fine.mica").write_text(HELLO)
+    done = micatool("check", "--json", "fine.mica", cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+def test_size_json_gives_the_sizes_and_the_budgets(tmp_path):
+    (tmp_path / "hello").mkdir()
+    (tmp_path / "hello" / "hello.mica").write_text(HELLO)
+    budgets = tmp_path / "budgets.toml"
+    budgets.write_text("[examples.hello]\nx86_64 = 1\n")
+    done = micatool("size", "--json", "--target", "x86_64-linux", "--check", str(budgets), "hello/hello.mica",
+                    cwd=tmp_path)
+    report = json.loads(done.stdout)
+    (row,) = report["sizes"]
+    assert (row["program"], row["target"]) == ("hello", "x86_64") and row["file"] > row["text"] > 0
+    assert report["budgets"] == [{"example": "hello", "target": "x86_64", "base": 1, "now": row["file"],
+                                  "delta": f"{row['file'] - 1:+,}", "verdict": "OVER"}]
+    assert (report["ok"], done.returncode) == (False, 1)
+
+
+def test_an_output_in_a_missing_folder_is_an_error_as_ccs_is(hello, tmp_path):
+    done = micatool("build", str(hello), "-o", str(tmp_path / "no" / "such" / "app"))
+    assert done.returncode == 1 and not (tmp_path / "no").exists()
+    assert done.stderr == (f"micatool: error: cannot write '{tmp_path / 'no' / 'such' / 'app'}': "
+                           f"the folder '{tmp_path / 'no' / 'such'}' does not exist\n")
+
+
+def in_a_terminal(args: list[str], env: dict) -> tuple[int, str]:
+    """Run micatool with standard error on a pseudo-terminal; what it showed there."""
+    import pty
+
+    leader, follower = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "micatool", *args], stdout=subprocess.DEVNULL,
+                               stderr=follower, env=env)
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the terminal's last writer is gone
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(leader)
+    return process.wait(timeout=300), shown.decode(errors="replace")
+
+
+def test_long_steps_show_progress_on_a_terminal_and_nowhere_else(hello, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    code, shown = in_a_terminal(["build", str(hello), "-o", str(tmp_path / "app")], env)
+    assert code == 0 and "compiling for x86_64-linux (checked)" in shown
+    code, shown = in_a_terminal(["build", "--quiet", str(hello), "-o", str(tmp_path / "app")], env)
+    assert (code, shown) == (0, "")
+    code, shown = in_a_terminal(["build", str(hello), "-o", str(tmp_path / "app")], dict(env, CI="true"))
+    assert (code, shown) == (0, "")
+    done = micatool("build", str(hello), "-o", str(tmp_path / "app"))
+    assert (done.returncode, done.stderr) == (0, "")
+
+
+def test_a_stopped_build_leaves_nothing_in_the_temporary_folder(hello, tmp_path):
+    """SIGTERM during a cold build (its own cache: the runtime takes seconds)."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = dict(os.environ, TMPDIR=str(temp), MICA_CACHE_DIR=str(tmp_path / "cache"))
+    build = subprocess.Popen([sys.executable, "-m", "micatool", "build", str(hello), "-o", str(tmp_path / "app")],
+                             env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not any(temp.glob("mica-*")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert any(temp.glob("mica-*")), "the build made no folder to stop it in"
+    build.send_signal(signal.SIGTERM)
+    assert build.wait(timeout=120) == 128 + signal.SIGTERM
+    assert build.stderr.read() == ""
+    assert list(temp.iterdir()) == [] and not (tmp_path / "app").exists()
+
+
+def test_a_build_sweeps_folders_a_killed_build_left_a_day_ago(hello, tmp_path):
+    temp = tmp_path / "tmp"
+    stale, fresh = temp / "mica-build-stale", temp / "mica-build-fresh"
+    for folder in (stale, fresh):
+        (folder / "inner").mkdir(parents=True)
+    two_days_ago = time.time() - 2 * 86400
+    os.utime(stale, (two_days_ago, two_days_ago))
+    done = subprocess.run([sys.executable, "-m", "micatool", "build", str(hello), "-o", str(tmp_path / "app")],
+                          env=dict(os.environ, TMPDIR=str(temp)), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in temp.iterdir()) == ["mica-build-fresh"]

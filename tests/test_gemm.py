@@ -10,7 +10,6 @@ reference triple loop and prints a hash of all outputs; all hashes must agree.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +20,6 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ["tests/c/gemm_check.c", "runtime_c/mica_gemm.c", "runtime_c/mica_cpu.c", "runtime_c/mica_threads.c"]
 FLAGS = ["-static", "-ffp-contract=off", "-fno-sanitize=undefined", "-Wall", "-Wextra", "-Werror"]
-QEMU = shutil.which("qemu-aarch64-static")
 LINE = re.compile(r"isa (\w+) threads (\d+) cases (\d+) mismatches (\d+) hash ([0-9a-f]{16})")
 
 
@@ -47,11 +45,11 @@ def harness(tmp_path_factory) -> dict[tuple[str, str], Path]:
     return builds
 
 
-def run(exe: Path, threads: int, isa: str | None = None, qemu: bool = False) -> dict:
+def run(exe: Path, threads: int, isa: str | None = None, qemu: str | None = None) -> dict:
     env = {"MICA_THREADS": str(threads), "PATH": "/usr/bin:/bin"}
     if isa:
         env["MICA_GEMM_ISA"] = isa
-    cmd = [QEMU, str(exe)] if qemu else [str(exe)]
+    cmd = [qemu, str(exe)] if qemu else [str(exe)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     m = LINE.search(proc.stdout)
     assert m, f"no result line from {exe.name}: {proc.stdout}{proc.stderr}"
@@ -91,10 +89,9 @@ def test_x86_64_O0_equals_O2(harness, x86_hash):
 
 
 @pytest.mark.qemu
-@pytest.mark.skipif(QEMU is None, reason="qemu-aarch64-static not installed (apt-get install qemu-user-static)")
-def test_aarch64_equals_x86_64(harness, x86_hash):
-    jobs = [(harness[("aarch64", "-O2")], t, None, True) for t in (1, 2, 3, 4)]
-    jobs.append((harness[("aarch64", "-O0")], 2, None, True))
+def test_aarch64_equals_x86_64(harness, x86_hash, aarch64):
+    jobs = [(harness[("aarch64", "-O2")], t, None, aarch64) for t in (1, 2, 3, 4)]
+    jobs.append((harness[("aarch64", "-O0")], 2, None, aarch64))
     results = run_all(jobs)
     assert {r["isa"] for r in results} == {"neon"}
     assert [r["hash"] for r in results] == [x86_hash] * len(jobs)

@@ -5,13 +5,12 @@ NVIDIA driver and device exist, and skip elsewhere saying why."""
 from __future__ import annotations
 
 import ctypes
-import shutil
 import subprocess
 
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from helpers import EXAMPLES, build, build_text, run
+from helpers import EXAMPLES, build, build_text, find_ptxas, run
 from device_programs import PROGRAMS, TAPE, host_twin
 from micatool.cli import main
 
@@ -38,9 +37,9 @@ def test_the_binary_embeds_only_the_kernels_it_launches(capsys):
 
 @pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_90"])
 def test_the_programs_ptx_assembles(tmp_path, capsys, arch):
-    ptxas = shutil.which("ptxas") or "/usr/local/bin/ptxas"
-    if not shutil.which(ptxas):
-        pytest.skip("no ptxas here (pip install nvidia-cuda-nvcc provides one)")
+    ptxas, origin = find_ptxas()
+    if ptxas is None:
+        pytest.skip(origin)
     main(["emit-ptx", str(PROGRAM)])
     (tmp_path / "gpu.ptx").write_text(capsys.readouterr().out)
     done = subprocess.run([ptxas, f"-arch={arch}", str(tmp_path / "gpu.ptx"), "-o", str(tmp_path / "gpu.cubin")],

@@ -21,18 +21,17 @@ optimisation levels on these inputs too.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from helpers import qemu
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ["tests/c/math_array_check.c", "runtime_c/mica_math.c", "runtime_c/mica_math_array.c", "runtime_c/mica_cpu.c"]
 FLAGS = ["-static", "-fno-sanitize=undefined", "-Wall", "-Wextra", "-Werror", "-Iruntime_c"]
-QEMU = shutil.which("qemu-aarch64-static")
 ISAS = ["sse2", "avx2", "avx512"]
 FUNCTIONS = [f"{f}_{s}" for s in ("f64", "f32") for f in
              ("exp", "log", "tanh", "sigmoid", "gelu", "gelu_grad", "silu", "silu_grad")]
@@ -68,9 +67,8 @@ def zig_cc(arch: str, flags: list[str], out: Path) -> Path:
 @pytest.fixture(scope="module")
 def exes(tmp_path_factory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("math_array")
-    wanted = {k: v for k, v in BUILDS.items() if v[0] == "x86_64" or QEMU}
     with ThreadPoolExecutor(max_workers=2) as pool:
-        jobs = {k: pool.submit(zig_cc, arch, flags, out / f"check_{k}") for k, (arch, flags) in wanted.items()}
+        jobs = {k: pool.submit(zig_cc, arch, flags, out / f"check_{k}") for k, (arch, flags) in BUILDS.items()}
         return {k: j.result() for k, j in jobs.items()}
 
 
@@ -81,7 +79,7 @@ def check(exe: Path, share: float = 1.0, isa: str | None = None) -> dict:
         env["MICA_ISA"] = isa
     cmd = [str(exe), str(share)]
     if "aarch64" in exe.name:
-        cmd.insert(0, QEMU)
+        cmd.insert(0, qemu() or "qemu-aarch64-static")
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     rows = FN_LINE.findall(proc.stdout)
     assert [r[0] for r in rows] == FUNCTIONS, f"{exe.name}: {proc.stdout}{proc.stderr}"
@@ -127,8 +125,7 @@ def test_unknown_isa_cap_is_ignored(exes, x86_isas):
 
 
 @pytest.mark.qemu
-@pytest.mark.skipif(QEMU is None, reason="qemu-aarch64-static not installed (apt-get install qemu-user-static)")
-def test_aarch64_neon(exes, reference):
+def test_aarch64_neon(exes, reference, aarch64):
     builds = ["aarch64-O2", "aarch64-O0", "aarch64-contract-on"]
     results = run_all([(exes[b], SHARE[b]) for b in builds])
     assert [r["isa"] for r in results] == ["neon"] * 3

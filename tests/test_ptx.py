@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import math
-import os
 import re
 import shutil
 import subprocess
@@ -30,6 +29,7 @@ import numpy as np
 import pytest
 
 import ptx_interpreter as pi
+from helpers import find_ptxas
 from micatool.link import ptx
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,23 +43,6 @@ DTYPES = {"f32": np.float32, "f64": np.float64}
 # ------------------------------------------------------------ ptxas
 
 
-def find_ptxas() -> tuple[str | None, str]:
-    """(path, 'where it came from and its version'), or (None, why not)."""
-    candidates = [("/usr/local/bin/ptxas", "/usr/local/bin")]
-    if shutil.which("ptxas"):
-        candidates.append((shutil.which("ptxas"), "PATH"))
-    for entry in sys.path:
-        wheel = Path(entry) / "nvidia" / "cuda_nvcc" / "bin" / "ptxas"
-        candidates.append((str(wheel), "PyPI nvidia-cuda-nvcc"))
-    for path, origin in candidates:
-        if os.access(path, os.X_OK):
-            out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
-            version = re.search(r"V(\d+\.\d+\.\d+)", out)
-            return path, f"{origin} {version.group(1) if version else '?'}"
-    return None, "no ptxas: neither /usr/local/bin/ptxas, one on PATH, nor the PyPI wheel nvidia-cuda-nvcc"
-
-
-PTXAS, PTXAS_ORIGIN = find_ptxas()
 
 
 @pytest.fixture(scope="module")
@@ -67,14 +50,15 @@ def module_text() -> str:
     return ptx.render(ptx.KERNELS)
 
 
-@pytest.mark.parametrize("target", TARGETS, ids=[f"{t}-ptxas {PTXAS_ORIGIN}" for t in TARGETS])
+@pytest.mark.parametrize("target", TARGETS)
 def test_ptxas_assembles_every_kernel(target, module_text, tmp_path):
-    if PTXAS is None:
-        pytest.skip(PTXAS_ORIGIN)
-    print(f"ptxas: {PTXAS} ({PTXAS_ORIGIN}), {len(ptx.KERNELS)} kernels, {target}")
+    ptxas, origin = find_ptxas()
+    if ptxas is None:
+        pytest.skip(origin)
+    print(f"ptxas: {ptxas} ({origin}), {len(ptx.KERNELS)} kernels, {target}")
     source = tmp_path / "all.ptx"
     source.write_text(module_text)
-    done = subprocess.run([PTXAS, f"-arch={target}", "-v", str(source), "-o", str(tmp_path / "all.cubin")],
+    done = subprocess.run([ptxas, f"-arch={target}", "-v", str(source), "-o", str(tmp_path / "all.cubin")],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     compiled = set(re.findall(r"Compiling entry function '(\w+)'", done.stderr))

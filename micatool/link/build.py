@@ -8,12 +8,13 @@ target also builds zig's musl, which takes a while: on a terminal, say so.
 
 from __future__ import annotations
 
-import sys
+import shutil
 import tempfile
+import time
 from importlib import resources
 from pathlib import Path
 
-from .. import targets
+from .. import progress, targets
 from ..cache import cache_dir, digest, write_atomically
 from . import zig
 
@@ -24,11 +25,6 @@ def runtime_dir() -> Path:
 
 def runtime_sources() -> list[Path]:
     return sorted(p for p in runtime_dir().iterdir() if p.suffix in (".c", ".h", ".inc"))
-
-
-def _progress(message: str) -> None:
-    if sys.stderr.isatty():
-        print(message, file=sys.stderr, flush=True)
 
 
 def reproducible(work: str) -> list[str]:
@@ -45,8 +41,8 @@ def runtime_library(target: targets.Target, tier: str) -> Path:
     archive = cache_dir() / "runtime" / f"{target.name}-{tier}-{key[:16]}" / "libmica.a"
     if archive.exists():
         return archive
-    _progress(f"micatool: building the runtime for {target.name} ({tier}); a target's first build takes about a minute")
-    with tempfile.TemporaryDirectory(prefix="mica-runtime-") as work:
+    with progress.step(f"building the runtime for {target.name} ({tier}); a target's first build takes a minute"), \
+            tempfile.TemporaryDirectory(prefix="mica-runtime-") as work:
         objects = []
         for source in runtime_sources():
             if source.suffix != ".c":
@@ -77,16 +73,33 @@ def build(c_source: str, target: targets.Target, tier: str, output: Path) -> Non
     target = flavour(c_source, target)
     library = runtime_library(target, tier)
     flags = targets.tier_flags(tier) + targets.TIER_LINK_FLAGS[tier] + list(target.link_flags)
-    with tempfile.TemporaryDirectory(prefix="mica-build-") as work:
+    sweep_stale_work()
+    with progress.step(f"compiling for {target.name} ({tier})"), tempfile.TemporaryDirectory(prefix="mica-build-") as work:
         c_file = Path(work) / "program.c"
         c_file.write_text(c_source)
         binary = Path(work) / "program"
         zig.cc(
             ["-target", target.triple, *flags, *reproducible(work), "-Wl,--gc-sections", "-I", str(runtime_dir()),
              str(c_file), str(library), "-lpthread", "-o", str(binary)],
-            cwd=Path(work),
         )
         write_atomically(Path(output), binary.read_bytes(), mode=0o755)
+
+
+WORK_PREFIXES = ("mica-build-", "mica-runtime-")
+STALE_AFTER_S = 24 * 3600
+
+
+def sweep_stale_work() -> None:
+    """Remove build folders a killed micatool left in the temporary directory a
+    day or more ago (a live build's folder is seconds to minutes old)."""
+    root = Path(tempfile.gettempdir())
+    cutoff = time.time() - STALE_AFTER_S
+    for entry in root.iterdir():
+        try:
+            if entry.name.startswith(WORK_PREFIXES) and entry.is_dir() and entry.stat().st_mtime < cutoff:
+                shutil.rmtree(entry, ignore_errors=True)
+        except OSError:  # another user's folder, or one gone meanwhile
+            continue
 
 
 def cached_build(c_source: str, target: targets.Target, tier: str) -> Path:

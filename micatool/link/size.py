@@ -157,8 +157,15 @@ def read_budgets(path) -> dict[tuple[str, str], int]:
 def check_budgets(measured: dict, budgets_path) -> tuple[bool, str]:
     """Hold {example: {target: bytes or section_sizes(...)}} against the budgets.
 
-    Gives (every size within its budget, the table). A size with no budget is
-    listed and does not fail; a budget with nothing measured is left out."""
+    Gives (every size within its budget, the table)."""
+    rows = budget_rows(measured, budgets_path)
+    return all(row["verdict"] != "OVER" for row in rows), format_table(rows)
+
+
+def budget_rows(measured: dict, budgets_path) -> list[dict]:
+    """One row per measured size: its budget, the size now, the delta and the
+    verdict. A size with no budget is listed and does not fail; a budget with
+    nothing measured is left out."""
     budgets = read_budgets(budgets_path)
     rows = []
     for example in sorted(measured):
@@ -166,8 +173,7 @@ def check_budgets(measured: dict, budgets_path) -> tuple[bool, str]:
             target = canonical_target(target)
             now = size["file"] if isinstance(size, dict) else size
             rows.append(budget_row(example, target, budgets.get((example, target)), now))
-    ok = all(row["verdict"] != "OVER" for row in rows)
-    return ok, format_table(rows)
+    return rows
 
 
 def budget_row(example: str, target: str, base: int | None, now: int) -> dict:

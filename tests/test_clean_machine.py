@@ -1,0 +1,140 @@
+"""The project on a clean machine: what it declares is all the tests need, a
+wheel builds programs as a checkout does, and builds are the same bytes in
+caches that share nothing.
+
+The wheel test installs the built wheel into a new virtual environment of its
+own (no editable install, no system site-packages) and builds from a folder
+outside the checkout, as a user who ran `pip install micatool` would.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import os
+import re
+import subprocess
+import sys
+import tomllib
+import venv
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from helpers import EXAMPLES, ROOT, run
+
+TESTS = Path(__file__).resolve().parent
+
+
+def declared_distributions() -> set[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = project["dependencies"] + project["optional-dependencies"]["test"]
+    return {normalize(re.match(r"[A-Za-z0-9._-]+", line).group()) for line in wanted}
+
+
+def normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def imported_modules(path: Path) -> set[str]:
+    """The top-level names of every module the file imports, anywhere in it."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_every_module_the_tests_import_is_declared():
+    local = {p.stem for p in TESTS.glob("*.py")} | {"micatool"}
+    providers = importlib.metadata.packages_distributions()
+    declared = declared_distributions()
+    undeclared = {}
+    for path in sorted(TESTS.glob("*.py")):
+        for name in imported_modules(path) - local - set(sys.stdlib_module_names):
+            if not declared & {normalize(d) for d in providers.get(name, [])}:
+                undeclared.setdefault(name, []).append(path.name)
+    assert undeclared == {}, "imported by tests, declared neither by micatool nor by its [test] extra"
+
+
+def fresh_venv(where: Path) -> Path:
+    venv.create(where, with_pip=True, system_site_packages=False)
+    return where / "bin"
+
+
+@pytest.fixture(scope="module")
+def distributions(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    done = subprocess.run([sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(out), str(ROOT)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return out
+
+
+@pytest.mark.slow
+def test_the_sdist_carries_the_runtime_the_checkout_has(distributions):
+    import tarfile
+
+    (sdist,) = distributions.glob("micatool-*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        shipped = {Path(name).name for name in archive.getnames() if "/runtime_c/" in name}
+    assert {p.name for p in (ROOT / "runtime_c").iterdir() if p.suffix in (".c", ".h", ".inc")} <= shipped
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["x86_64-linux", "aarch64-linux"])
+def test_an_installed_wheel_builds_and_runs_tracked_records(distributions, tmp_path_factory, target, request):
+    if target == "aarch64-linux":
+        request.getfixturevalue("aarch64")
+    bin_dir = installed_wheel(distributions, tmp_path_factory)
+    elsewhere = tmp_path_factory.mktemp("user")
+    program = elsewhere / "TrackedRecords.mica"
+    program.write_bytes((EXAMPLES / "TrackedRecords" / "TrackedRecords.mica").read_bytes())
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    done = subprocess.run([str(bin_dir / "micatool"), "build", "--target", target, "TrackedRecords.mica",
+                           "-o", "tracked"], cwd=elsewhere, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    result = run(elsewhere / "tracked", target=target, cwd=elsewhere)
+    assert (result.returncode, result.stdout) == (0, (EXAMPLES / "TrackedRecords" / "expected.txt").read_text())
+
+
+_installed: dict[str, Path] = {}
+
+
+def installed_wheel(distributions: Path, tmp_path_factory) -> Path:
+    """The wheel installed, once, into a virtual environment of its own."""
+    if "bin" not in _installed:
+        (wheel,) = distributions.glob("micatool-*.whl")
+        bin_dir = fresh_venv(tmp_path_factory.mktemp("wheel-venv") / "venv")
+        done = subprocess.run([str(bin_dir / "pip"), "install", "-q", str(wheel)], capture_output=True, text=True,
+                              timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+        _installed["bin"] = bin_dir
+    return _installed["bin"]
+
+
+@pytest.mark.slow
+def test_every_tier_is_the_same_bytes_in_two_fresh_caches(tmp_path):
+    """Each cache starts empty, zig's own included, so each builds musl and
+    the runtime itself: the binaries must not record where either lived."""
+    program = EXAMPLES / "words" / "words.mica"
+
+    def build_all(cache: str) -> dict[str, bytes]:
+        env = dict(os.environ, MICA_CACHE_DIR=str(tmp_path / cache))
+        out = {}
+        for tier in ("debug", "checked", "fast"):
+            binary = tmp_path / f"{cache}-{tier}"
+            done = subprocess.run([sys.executable, "-m", "micatool", "build", "--tier", tier, str(program),
+                                   "-o", str(binary)], env=env, capture_output=True, text=True, timeout=900)
+            assert done.returncode == 0, done.stderr
+            out[tier] = binary.read_bytes()
+        return out
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        first, second = pool.map(build_all, ["cache-a", "cache-b"])
+    for tier in first:
+        assert first[tier] == second[tier], f"{tier} binaries differ between two caches"
+        assert b"cache-a" not in first[tier] and b"mica-build-" not in first[tier]
