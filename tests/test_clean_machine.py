@@ -138,3 +138,12 @@ def test_every_tier_is_the_same_bytes_in_two_fresh_caches(tmp_path):
     for tier in first:
         assert first[tier] == second[tier], f"{tier} binaries differ between two caches"
         assert b"cache-a" not in first[tier] and b"mica-build-" not in first[tier]
+
+
+def test_the_readme_names_only_files_a_checkout_has():
+    """Every path under examples/, docs/, bench/ or images/ the README's commands
+    and text name exists in the checkout; nothing outside it is named."""
+    readme = (ROOT / "README.md").read_text()
+    named = set(re.findall(r"(?<![\w/.])((?:examples|docs|bench|images|tests)/[\w./-]*\w)", readme))
+    assert named and sorted(p for p in named if not (ROOT / p).exists()) == []
+    assert "../" not in readme
