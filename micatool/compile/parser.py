@@ -13,6 +13,7 @@ from importlib import resources
 from types import SimpleNamespace
 
 import lark
+import lark_cython
 from lark import Token
 
 from ..diagnostics import ELLIPSIS, Pos, Reporter, SourceFile
@@ -26,6 +27,9 @@ KEYWORDS = frozenset(
 
 INT64_MAX = 2**63 - 1
 
+# The tokens a rule's children hold: lark-cython's own while parsing, lark's from lex().
+_TOKENS = (Token, lark_cython.lark_cython.Token)
+
 
 def _grammar() -> str:
     return resources.files(__package__).joinpath("mica.lark").read_text()
@@ -36,7 +40,7 @@ def _parser() -> tuple[lark.Lark, Builder]:
     """The LALR parser, calling the Builder as it reduces each rule: no parse tree is built."""
     builder = Builder()
     parser = lark.Lark(_grammar(), parser="lalr", lexer="basic", maybe_placeholders=True,
-                       transformer=builder._callbacks())
+                       transformer=builder._callbacks(), _plugins=lark_cython.plugins)
     return parser, builder
 
 
@@ -227,7 +231,7 @@ def _syntax_error(reporter: Reporter, source: SourceFile, e: lark.exceptions.Une
 
 
 def _pos(item) -> Pos:
-    if isinstance(item, Token):
+    if isinstance(item, _TOKENS):
         return Pos(item.line, item.column)
     if isinstance(item, ast.Node):
         return item.pos
@@ -273,7 +277,7 @@ class Builder:
         def reduce(children):
             height = 1
             for child in children:
-                if child is not None and not isinstance(child, Token):
+                if child is not None and not isinstance(child, _TOKENS):
                     height = max(height, heights.pop(id(child), 0) + 1)
             node = method(*children)
             heights[id(node)] = height
