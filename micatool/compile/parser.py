@@ -13,7 +13,6 @@ from importlib import resources
 from types import SimpleNamespace
 
 import lark
-import lark_cython
 from lark import Token
 
 from ..diagnostics import ELLIPSIS, Pos, Reporter, SourceFile
@@ -27,9 +26,6 @@ KEYWORDS = frozenset(
 
 INT64_MAX = 2**63 - 1
 
-# The tokens a rule's children hold: lark-cython's own while parsing, lark's from lex().
-_TOKENS = (Token, lark_cython.lark_cython.Token)
-
 
 def _grammar() -> str:
     return resources.files(__package__).joinpath("mica.lark").read_text()
@@ -40,7 +36,7 @@ def _parser() -> tuple[lark.Lark, Builder]:
     """The LALR parser, calling the Builder as it reduces each rule: no parse tree is built."""
     builder = Builder()
     parser = lark.Lark(_grammar(), parser="lalr", lexer="basic", maybe_placeholders=True,
-                       transformer=builder._callbacks(), _plugins=lark_cython.plugins)
+                       transformer=builder._callbacks())
     return parser, builder
 
 
@@ -231,7 +227,7 @@ def _syntax_error(reporter: Reporter, source: SourceFile, e: lark.exceptions.Une
 
 
 def _pos(item) -> Pos:
-    if isinstance(item, _TOKENS):
+    if isinstance(item, Token):
         return Pos(item.line, item.column)
     if isinstance(item, ast.Node):
         return item.pos
