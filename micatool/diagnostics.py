@@ -48,7 +48,7 @@ class SourceFile:
         return Pos(line, offset - self._line_starts[line - 1] + 1)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Pos:
     line: int
     col: int

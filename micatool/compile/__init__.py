@@ -6,6 +6,7 @@ diagnostic) and to_c (lowering) in that order; nothing flows back upstream.
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 
@@ -41,7 +42,15 @@ RECURSION_LIMIT = 20_000
 
 def front_end(source: SourceFile) -> Analysis:
     sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
-    return analyze(source, parse(source))
+    # The tree only grows while it is built and analyzed: the cycle collector would
+    # rescan all of it again and again (half the front end's time on large programs).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return analyze(source, parse(source))
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def to_c(source: SourceFile) -> str:

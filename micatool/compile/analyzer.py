@@ -10,7 +10,7 @@ analyzed once with their shape variables as symbols; each call binds them
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy
 
@@ -1242,7 +1242,8 @@ def _writes_part_of_tracked(e: ast.Expr) -> bool:
 
 
 def _children(e: ast.Expr):
-    for value in vars(e).values():
+    for f in fields(e):
+        value = getattr(e, f.name)
         if isinstance(value, ast.Expr):
             yield value
         elif isinstance(value, list):

@@ -13,7 +13,7 @@ from typing import Any, Optional
 from ..diagnostics import Pos
 
 
-@dataclass
+@dataclass(slots=True)  # a large program holds millions of nodes: no __dict__ each
 class Node:
     pos: Pos = field(compare=False)
 
@@ -21,12 +21,12 @@ class Node:
 # ---------------------------------------------------------------- type syntax
 
 
-@dataclass
+@dataclass(slots=True)
 class NamedType(Node):
     name: str
 
 
-@dataclass
+@dataclass(slots=True)
 class ShapedType(Node):
     """vector[N] of T, matrix[R, C] of T, tensor[A, B, ...] of T."""
 
@@ -35,7 +35,7 @@ class ShapedType(Node):
     element: TypeExpr
 
 
-@dataclass
+@dataclass(slots=True)
 class DynamicShapedType(Node):
     """vector of T, matrix of T: the extents live in the value."""
 
@@ -43,40 +43,40 @@ class DynamicShapedType(Node):
     element: TypeExpr
 
 
-@dataclass
+@dataclass(slots=True)
 class StaticArrayType(Node):
     low: Expr
     high: Expr
     element: TypeExpr
 
 
-@dataclass
+@dataclass(slots=True)
 class DynamicArrayType(Node):
     element: TypeExpr
 
 
-@dataclass
+@dataclass(slots=True)
 class FieldDecl(Node):
     names: list[str]
     type: TypeExpr
 
 
-@dataclass
+@dataclass(slots=True)
 class RecordType(Node):
     fields: list[FieldDecl]
 
 
-@dataclass
+@dataclass(slots=True)
 class TrackedType(Node):
     inner: TypeExpr
 
 
-@dataclass
+@dataclass(slots=True)
 class AddressType(Node):
     inner: TypeExpr
 
 
-@dataclass
+@dataclass(slots=True)
 class OnGpuType(Node):
     inner: TypeExpr
 
@@ -87,52 +87,52 @@ TypeExpr = Any  # one of the classes above
 # ---------------------------------------------------------------- expressions
 
 
-@dataclass
+@dataclass(slots=True)
 class Expr(Node):
     ty: Any = field(default=None, compare=False, kw_only=True)
     folded: Any = field(default=None, compare=False, kw_only=True)  # value known at compile time
 
 
-@dataclass
+@dataclass(slots=True)
 class IntLit(Expr):
     value: int
 
 
-@dataclass
+@dataclass(slots=True)
 class FloatLit(Expr):
     text: str
     value: float
 
 
-@dataclass
+@dataclass(slots=True)
 class StrLit(Expr):
     value: str
 
 
-@dataclass
+@dataclass(slots=True)
 class BoolLit(Expr):
     value: bool
 
 
-@dataclass
+@dataclass(slots=True)
 class Name(Expr):
     ident: str
     symbol: Any = field(default=None, compare=False, kw_only=True)
 
 
-@dataclass
+@dataclass(slots=True)
 class Index(Expr):
     base: Expr
     indices: list[Expr]
 
 
-@dataclass
+@dataclass(slots=True)
 class Field(Expr):
     base: Expr
     name: str
 
 
-@dataclass
+@dataclass(slots=True)
 class Call(Expr):
     callee: Expr
     args: list[Expr]
@@ -142,13 +142,13 @@ class Call(Expr):
     binding: Any = field(default=None, compare=False, kw_only=True)
 
 
-@dataclass
+@dataclass(slots=True)
 class Unary(Expr):
     op: str
     operand: Expr
 
 
-@dataclass
+@dataclass(slots=True)
 class Binary(Expr):
     op: str
     left: Expr
@@ -156,17 +156,17 @@ class Binary(Expr):
     compared_as: Any = field(default=None, compare=False, kw_only=True)  # a numeric comparison's common type
 
 
-@dataclass
+@dataclass(slots=True)
 class TensorLit(Expr):
     items: list[Expr]
 
 
-@dataclass
+@dataclass(slots=True)
 class AddressArg(Expr):
     place: Expr
 
 
-@dataclass
+@dataclass(slots=True)
 class FormatArg(Expr):
     value: Expr
     width: Expr
@@ -176,35 +176,35 @@ class FormatArg(Expr):
 # ---------------------------------------------------------------- statements
 
 
-@dataclass
+@dataclass(slots=True)
 class Stmt(Node):
     pass
 
 
-@dataclass
+@dataclass(slots=True)
 class Assign(Stmt):
     target: Expr
     value: Expr
 
 
-@dataclass
+@dataclass(slots=True)
 class CallStmt(Stmt):
     call: Expr  # a Call, or a bare Name of a procedure
 
 
-@dataclass
+@dataclass(slots=True)
 class Compound(Stmt):
     body: list[Stmt]
 
 
-@dataclass
+@dataclass(slots=True)
 class If(Stmt):
     cond: Expr
     then: Stmt
     otherwise: Optional[Stmt]
 
 
-@dataclass
+@dataclass(slots=True)
 class For(Stmt):
     var: Name
     start: Expr
@@ -213,40 +213,40 @@ class For(Stmt):
     body: Stmt
 
 
-@dataclass
+@dataclass(slots=True)
 class While(Stmt):
     cond: Expr
     body: Stmt
 
 
-@dataclass
+@dataclass(slots=True)
 class Repeat(Stmt):
     body: list[Stmt]
     cond: Expr
 
 
-@dataclass
+@dataclass(slots=True)
 class Tape(Stmt):
     body: list[Stmt]
     end_pos: Pos = field(compare=False)
 
 
-@dataclass
+@dataclass(slots=True)
 class Break(Stmt):
     pass
 
 
-@dataclass
+@dataclass(slots=True)
 class Continue(Stmt):
     pass
 
 
-@dataclass
+@dataclass(slots=True)
 class Exit(Stmt):
     pass
 
 
-@dataclass
+@dataclass(slots=True)
 class Empty(Stmt):
     pass
 
@@ -254,34 +254,34 @@ class Empty(Stmt):
 # ---------------------------------------------------------------- declarations
 
 
-@dataclass
+@dataclass(slots=True)
 class ConstDecl(Node):
     name: str
     type: Optional[TypeExpr]
     value: Expr
 
 
-@dataclass
+@dataclass(slots=True)
 class TypeDecl(Node):
     name: str
     type: TypeExpr
 
 
-@dataclass
+@dataclass(slots=True)
 class VarDecl(Node):
     names: list[str]
     type: TypeExpr
     init: Optional[Expr]
 
 
-@dataclass
+@dataclass(slots=True)
 class Param(Node):
     name: str
     type: TypeExpr
     by_address: bool
 
 
-@dataclass
+@dataclass(slots=True)
 class Routine(Node):
     kind: str  # 'procedure' or 'function'
     name: str
@@ -291,7 +291,7 @@ class Routine(Node):
     body: list[Stmt]
 
 
-@dataclass
+@dataclass(slots=True)
 class Program(Node):
     name: str
     decls: list[Node]

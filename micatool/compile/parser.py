@@ -268,13 +268,14 @@ class Builder:
         return SimpleNamespace(**{name: self._reducing(getattr(self, name)) for name in rules})
 
     def _reducing(self, method):
-        heights = self._heights
+        pop, heights = self._heights.pop, self._heights
 
         def reduce(children):
             height = 1
-            for child in children:
-                if child is not None and not isinstance(child, Token):
-                    height = max(height, heights.pop(id(child), 0) + 1)
+            for child in children:  # a token or None is never a key: all keys are live nodes
+                below = pop(id(child), 0)
+                if below >= height:
+                    height = below + 1
             node = method(*children)
             heights[id(node)] = height
             return node
