@@ -144,7 +144,12 @@ def cmd_run(args) -> int:
     except Exception as e:
         raise RunFailed(e) from e
     sys.stdout.flush()
-    code = subprocess.run([str(binary), *args.args]).returncode
+    program = subprocess.Popen([str(binary), *args.args])
+    try:
+        code = program.wait()
+    except Stopped as stop:  # handed on, so the program flushes its output and ends as it would alone
+        program.send_signal(stop.signal)
+        code = program.wait()
     return 128 - code if code < 0 else code  # killed by a signal: the shell's 128 + signal number
 
 

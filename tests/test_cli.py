@@ -240,3 +240,23 @@ def test_a_build_sweeps_folders_a_killed_build_left_a_day_ago(hello, tmp_path):
                           env=dict(os.environ, TMPDIR=str(temp)), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in temp.iterdir()) == ["mica-build-fresh"]
+
+
+def test_run_hands_a_stop_signal_to_its_program_which_keeps_its_output(tmp_path):
+    """SIGTERM to `micatool run` reaches the program, whose handler flushes what it
+    printed to the pipe before it dies; micatool ends as the program did."""
+    (tmp_path / "spin.mica").write_text("program Spin;\nbegin\n    WriteLn('trained a step');\n"
+                                        "    WriteFile(ParamStr(1), 'ready');\n    while Clock() >= 0.0 do\n"
+                                        "        ;\nend.\n")
+    ready = tmp_path / "ready"
+    done = micatool("build", "spin.mica", cwd=tmp_path)  # built and cached before the clock starts
+    assert done.returncode == 0, done.stderr
+    process = subprocess.Popen([sys.executable, "-m", "micatool", "run", "spin.mica", "--", str(ready)],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not ready.exists():
+        assert process.poll() is None and time.monotonic() < deadline, "the program never got ready"
+        time.sleep(0.01)
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=60)
+    assert (process.returncode, out, err) == (128 + signal.SIGTERM, "trained a step\n", "")
