@@ -36,7 +36,7 @@ def load_source(path: str) -> SourceFile:
 
 
 # The stages walk the tree recursively, a few Python frames per level; the
-# parser lets a program nest up to parser.MAX_NESTING levels.
+# parser lets a program nest up to descent.MAX_NESTING levels.
 RECURSION_LIMIT = 20_000
 
 

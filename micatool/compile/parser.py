@@ -1,9 +1,10 @@
 """Parser: Mica source text -> ast.Program.
 
-lark parses with mica.lark (LALR) and calls the Builder below as it reduces
-each rule, which builds the dataclasses of ast.py directly: no parse tree is
-built, and no later stage sees lark.
-Lexical and syntax errors become numbered diagnostics (1xxx, 2xxx).
+A valid program is parsed by descent.py's hand-written parser. Where that one
+gives up, lark parses the program again with mica.lark (LALR), calling the
+Builder below as it reduces each rule to build the same dataclasses of ast.py,
+and says what is wrong: lexical and syntax errors become numbered diagnostics
+(1xxx, 2xxx). No later stage sees lark.
 """
 
 from __future__ import annotations
@@ -16,15 +17,8 @@ import lark
 from lark import Token
 
 from ..diagnostics import ELLIPSIS, Pos, Reporter, SourceFile
-from . import ast
-
-KEYWORDS = frozenset(
-    "program const type var record end array of begin if then else for to downto do "
-    "while repeat until break continue exit procedure function tracked tape address "
-    "on gpu and or not div mod true false".split()
-)
-
-INT64_MAX = 2**63 - 1
+from . import ast, descent
+from .descent import INT64_MAX, KEYWORDS, MAX_NESTING
 
 
 def _grammar() -> str:
@@ -45,6 +39,14 @@ def _lark() -> lark.Lark:
 
 
 def parse(source: SourceFile) -> ast.Program:
+    try:
+        return descent.parse(source.text)
+    except (descent.Fallback, RecursionError):
+        return parse_with_lark(source)
+
+
+def parse_with_lark(source: SourceFile) -> ast.Program:
+    """The program's tree, or the CompileError that says what is wrong with it."""
     reporter = Reporter(source)
     parser, builder = _parser()
     builder._start(Reporter(source))
@@ -66,12 +68,6 @@ def parse(source: SourceFile) -> ast.Program:
 
 
 # ---------------------------------------------------------------- errors
-
-# How deep the syntax tree may nest (a block or a call is two levels, a term of
-# a sum one): the later stages walk the tree recursively, and the C compiler
-# limits its own nesting too. Real programs stay under 30.
-MAX_NESTING = 2000
-
 
 @functools.cache
 def _tree_parser() -> lark.Lark:

@@ -1,0 +1,625 @@
+"""A recursive-descent parser for valid programs: Mica source text -> ast.Program, fast.
+
+mica.lark is the grammar, and lark's LALR parser is the one that explains a
+program that is wrong (parser.py turns its errors into 1xxx and 2xxx
+diagnostics). lark spends about 10 microseconds a token, too slow for a large
+program, so parser.py first tries this parser, written by hand from the same
+grammar: it builds the same tree with the same positions, and at the first thing
+it does not expect (a bad character, a syntax error, a literal out of range, a
+program that nests too deep) it gives up with Fallback and lark parses the file
+again to say what is wrong. tests/test_parser.py holds the two to the same trees.
+
+Each method parses one rule of mica.lark and is named after it. It also leaves
+in self.height the height lark's tree would have there (a node is one more than
+its tallest child; a token counts 0), so a program nests too deep exactly when
+the lark-built tree would.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..diagnostics import Pos
+from . import ast
+
+KEYWORDS = frozenset(
+    "program const type var record end array of begin if then else for to downto do "
+    "while repeat until break continue exit procedure function tracked tape address "
+    "on gpu and or not div mod true false".split()
+)
+
+INT64_MAX = 2**63 - 1
+
+# How deep the syntax tree may nest (a block or a call is two levels, a term of
+# a sum one): the later stages walk the tree recursively, and the C compiler
+# limits its own nesting too. Real programs stay under 30.
+MAX_NESTING = 2000
+
+
+class Fallback(Exception):
+    """Something this parser does not explain: lark parses the program again and says what."""
+
+
+# One alternative per token class of mica.lark, tried in lark's order: comments
+# before '(' and '/', the malformed number before the float before the integer.
+# The last one takes any other character, so the scan never skips text.
+_TOKEN = re.compile("|".join([
+    r"(?P<space>[ \t\r\n\f]+)",
+    r"(?P<comment>\{[^}]*\}|\(\*[\s\S]*?\*\)|//[^\n]*)",
+    r"(?P<malformed>[0-9]+(?:\.[0-9]*)?[eE](?![+-]?[0-9])[+-]?|[0-9]+\.(?![0-9.])(?:[eE][+-]?[0-9]+)?)",
+    r"(?P<FLOAT>[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)",
+    r"(?P<INT>[0-9]+)",
+    r"(?P<NAME>[A-Za-z_][A-Za-z0-9_]*)",
+    r"(?P<STRING>'(?:[^'\n]|'')*')",
+    r"(?P<punct>:=|\.\.|<=|>=|<>|[-+*/=<>()\[\],;:.])",
+    r"(?P<other>[\s\S])",
+]))
+
+
+def _tokens(text: str):
+    """(kind, text, line, column) of each token, then ('EOF', ...). A keyword's or a
+    punctuation mark's kind is its own text."""
+    line, line_start = 1, 0
+    for match in _TOKEN.finditer(text):
+        kind, value = match.lastgroup, match.group()
+        if kind == "space" or kind == "comment":
+            breaks = value.count("\n")
+            if breaks:
+                line += breaks
+                line_start = match.start() + value.rindex("\n") + 1
+            continue
+        if kind == "NAME":
+            if value in KEYWORDS:
+                kind = value
+        elif kind == "punct":
+            kind = value
+        elif kind == "malformed" or kind == "other":
+            raise Fallback
+        yield kind, value, line, match.start() - line_start + 1
+    yield "EOF", "", line, len(text) - line_start + 1
+
+
+# Where each binary operator binds (mica.lark's expression rules).
+_SUM_OPS = frozenset("+-")
+_PRODUCT_OPS = frozenset(["*", "/", "div", "mod"])
+_COMPARE_OPS = frozenset(["<=", ">=", "<>", "<", ">", "="])
+_ATOM_STARTS = frozenset(["INT", "FLOAT", "STRING", "true", "false", "NAME", "(", "["])
+_SECTION_STARTS = frozenset(["const", "type", "var"])
+
+
+def parse(text: str) -> ast.Program:
+    """The program's tree, or Fallback (RecursionError on absurd nesting) when lark must speak."""
+    return Parser(text).start()
+
+
+class Parser:
+    def __init__(self, text: str):
+        self._next_token = _tokens(text).__next__
+        self.kind, self.value, self.line, self.col = self._next_token()
+        self.height = 0
+        self.too_large: list[ast.IntLit] = []  # 2**63: fine only as -9223372036854775808
+
+    # -- tokens
+
+    def advance(self) -> None:
+        self.kind, self.value, self.line, self.col = self._next_token()
+
+    def expect(self, kind: str) -> None:
+        if self.kind != kind:
+            raise Fallback
+        self.kind, self.value, self.line, self.col = self._next_token()
+
+    def take(self, kind: str) -> tuple[str, Pos]:
+        """The current token's text and position, which must be of `kind`."""
+        if self.kind != kind:
+            raise Fallback
+        taken = self.value, Pos(self.line, self.col)
+        self.kind, self.value, self.line, self.col = self._next_token()
+        return taken
+
+    def here(self) -> Pos:
+        return Pos(self.line, self.col)
+
+    # -- program and declarations
+
+    def start(self) -> ast.Program:
+        self.expect("program")
+        name, pos = self.take("NAME")
+        self.expect(";")
+        decls, tallest = self.declarations(routines=True)
+        self.expect("begin")
+        body = self.stmt_list()
+        tallest = max(tallest, self.height)
+        self.expect("end")
+        self.expect(".")
+        self.height = tallest + 1
+        if self.kind != "EOF" or self.too_large or self.height > MAX_NESTING:
+            raise Fallback
+        return ast.Program(pos, name, decls, body)
+
+    def declarations(self, routines: bool) -> tuple[list, int]:
+        """The sections before a `begin`, flattened, and the tallest one's height."""
+        decls, tallest = [], 0
+        while True:
+            kind = self.kind
+            if kind == "const":
+                decls.extend(self.section(self.const_decl))
+            elif kind == "type":
+                decls.extend(self.section(self.type_decl))
+            elif kind == "var":
+                decls.extend(self.section(self.var_decl))
+            elif routines and (kind == "procedure" or kind == "function"):
+                decls.append(self.routine())
+            else:
+                return decls, tallest
+            tallest = max(tallest, self.height)
+
+    def section(self, declaration) -> list:
+        """const_section, type_section, var_section: a keyword, then one declaration or more."""
+        self.advance()
+        decls, tallest = [], 0
+        while True:
+            decls.append(declaration())
+            tallest = max(tallest, self.height)
+            if self.kind != "NAME":
+                self.height = tallest + 1
+                return decls
+
+    def const_decl(self) -> ast.ConstDecl:
+        name, pos = self.take("NAME")
+        type_expr, tallest = None, 0
+        if self.kind == ":":
+            self.advance()
+            type_expr = self.type_expr()
+            tallest = self.height
+        self.expect("=")
+        value = self.expr()
+        self.expect(";")
+        self.height = max(tallest, self.height) + 1
+        return ast.ConstDecl(pos, name, type_expr, value)
+
+    def type_decl(self) -> ast.TypeDecl:
+        name, pos = self.take("NAME")
+        self.expect("=")
+        type_expr = self.type_expr()
+        self.expect(";")
+        self.height += 1
+        return ast.TypeDecl(pos, name, type_expr)
+
+    def var_decl(self) -> ast.VarDecl:
+        names = self.name_list()
+        self.expect(":")
+        type_expr = self.type_expr()
+        tallest = max(1, self.height)  # the name list is a node of height 1
+        init = None
+        if self.kind == "=":
+            self.advance()
+            init = self.expr()
+            tallest = max(tallest, self.height)
+        self.expect(";")
+        self.height = tallest + 1
+        return ast.VarDecl(names[0][1], [n for n, _ in names], type_expr, init)
+
+    def name_list(self) -> list[tuple[str, Pos]]:
+        names = [self.take("NAME")]
+        while self.kind == ",":
+            self.advance()
+            names.append(self.take("NAME"))
+        self.height = 1
+        return names
+
+    def routine(self) -> ast.Routine:
+        kind = self.kind
+        self.advance()
+        name, pos = self.take("NAME")
+        params, tallest = [], 0
+        if self.kind == "(":
+            params = self.params()
+            tallest = self.height
+        result = None
+        if kind == "function":
+            self.expect(":")
+            result = self.type_expr()
+            tallest = max(tallest, self.height)
+        self.expect(";")
+        decls, sections = self.declarations(routines=False)
+        self.expect("begin")
+        body = self.stmt_list()
+        self.expect("end")
+        self.expect(";")
+        self.height = max(tallest, sections, self.height) + 1
+        return ast.Routine(pos, kind, name, params, result, decls, body)
+
+    def params(self) -> list[ast.Param]:
+        self.expect("(")
+        params, tallest = [], 0
+        if self.kind != ")":
+            while True:
+                params.extend(self.param_group())
+                tallest = max(tallest, self.height)
+                if self.kind != ";":
+                    break
+                self.advance()
+        self.expect(")")
+        self.height = tallest + 1
+        return params
+
+    def param_group(self) -> list[ast.Param]:
+        by_address = self.kind == "address"
+        if by_address:
+            self.advance()
+        names = self.name_list()
+        self.expect(":")
+        type_expr = self.type_expr()
+        self.height = max(1, self.height) + 1
+        return [ast.Param(pos, name, type_expr, by_address) for name, pos in names]
+
+    # -- types
+
+    def type_expr(self):
+        inner = self.plain_type()
+        if self.kind != "on":
+            return inner
+        self.advance()
+        self.expect("gpu")
+        self.height += 1
+        return ast.OnGpuType(inner.pos, inner)
+
+    def plain_type(self):
+        kind, pos = self.kind, self.here()
+        if kind == "NAME":
+            name = self.value
+            self.advance()
+            if self.kind == "[":
+                self.advance()
+                dims = self.expr_list()
+                tallest = self.height
+                self.expect("]")
+                self.expect("of")
+                element = self.type_expr()
+                self.height = max(tallest, self.height) + 1
+                return ast.ShapedType(pos, name, dims, element)
+            if self.kind == "of":
+                self.advance()
+                element = self.type_expr()
+                self.height += 1
+                return ast.DynamicShapedType(pos, name, element)
+            self.height = 1
+            return ast.NamedType(pos, name)
+        if kind == "array":
+            self.advance()
+            if self.kind == "of":
+                self.advance()
+                element = self.type_expr()
+                self.height += 1
+                return ast.DynamicArrayType(pos, element)
+            self.expect("[")
+            low = self.expr()
+            tallest = self.height
+            self.expect("..")
+            high = self.expr()
+            tallest = max(tallest, self.height)
+            self.expect("]")
+            self.expect("of")
+            element = self.type_expr()
+            self.height = max(tallest, self.height) + 1
+            return ast.StaticArrayType(pos, low, high, element)
+        if kind == "record":
+            self.advance()
+            fields = self.field_decls()
+            self.expect("end")
+            self.height += 1
+            return ast.RecordType(pos, fields)
+        if kind == "tracked" or kind == "address":
+            self.advance()
+            inner = self.type_expr()
+            self.height += 1
+            return ast.TrackedType(pos, inner) if kind == "tracked" else ast.AddressType(pos, inner)
+        raise Fallback
+
+    def field_decls(self) -> list[ast.FieldDecl]:
+        fields, tallest = [], 0
+        while self.kind == "NAME":
+            names = self.name_list()
+            self.expect(":")
+            type_expr = self.type_expr()
+            tallest = max(tallest, max(1, self.height) + 1)  # field_decl over its name list and type
+            fields.append(ast.FieldDecl(names[0][1], [n for n, _ in names], type_expr))
+            if self.kind != ";":
+                break
+            self.advance()
+        self.height = tallest + 1
+        return fields
+
+    # -- statements
+
+    def stmt_list(self) -> list:
+        stmts, tallest = [], 0
+        while True:
+            stmt = self.stmt()
+            if self.height > tallest:
+                tallest = self.height
+            if stmt.__class__ is not ast.Empty:
+                stmts.append(stmt)
+            if self.kind != ";":
+                self.height = tallest + 1
+                return stmts
+            self.advance()
+
+    def stmt(self):
+        kind = self.kind
+        if kind in _ATOM_STARTS:
+            target = self.postfix()
+            if self.kind != ":=":
+                self.height += 1
+                return ast.CallStmt(target.pos, target)
+            tallest = self.height
+            self.advance()
+            value = self.expr()
+            self.height = max(tallest, self.height) + 1
+            return ast.Assign(target.pos, target, value)
+        if kind == "begin":
+            pos = self.here()
+            self.advance()
+            body = self.stmt_list()
+            self.expect("end")
+            self.height += 1
+            return ast.Compound(pos, body)
+        if kind == "if":
+            return self.if_stmt()
+        if kind == "for":
+            return self.for_stmt()
+        if kind == "while":
+            pos = self.here()
+            self.advance()
+            cond = self.expr()
+            tallest = self.height
+            self.expect("do")
+            body = self.stmt()
+            self.height = max(tallest, self.height) + 1
+            return ast.While(pos, cond, body)
+        if kind == "repeat":
+            pos = self.here()
+            self.advance()
+            body = self.stmt_list()
+            tallest = self.height
+            self.expect("until")
+            cond = self.expr()
+            self.height = max(tallest, self.height) + 1
+            return ast.Repeat(pos, body, cond)
+        if kind == "tape":
+            pos = self.here()
+            self.advance()
+            body = self.stmt_list()
+            end = self.here()
+            self.expect("end")
+            self.height += 1
+            return ast.Tape(pos, body, end)
+        self.height = 1
+        if kind == "break":
+            pos = self.here()
+            self.advance()
+            return ast.Break(pos)
+        if kind == "continue":
+            pos = self.here()
+            self.advance()
+            return ast.Continue(pos)
+        if kind == "exit":
+            pos = self.here()
+            self.advance()
+            return ast.Exit(pos)
+        return ast.Empty(Pos(0, 0))  # what follows must end a statement, or its rule falls back
+
+    def if_stmt(self) -> ast.If:
+        pos = self.here()
+        self.advance()
+        cond = self.expr()
+        tallest = self.height
+        self.expect("then")
+        then = self.stmt()
+        tallest = max(tallest, self.height)
+        otherwise = None
+        if self.kind == "else":  # an else belongs to the nearest if, as lark's shift decides
+            self.advance()
+            otherwise = self.stmt()
+            tallest = max(tallest, self.height)
+        self.height = tallest + 1
+        return ast.If(pos, cond, then, otherwise)
+
+    def for_stmt(self) -> ast.For:
+        pos = self.here()
+        self.advance()
+        name, name_pos = self.take("NAME")
+        self.expect(":=")
+        start = self.expr()
+        tallest = self.height
+        downward = self.kind == "downto"
+        if not downward:
+            self.expect("to")
+        else:
+            self.advance()
+        stop = self.expr()
+        tallest = max(tallest, self.height)
+        self.expect("do")
+        body = self.stmt()
+        self.height = max(tallest, self.height) + 1
+        return ast.For(pos, ast.Name(name_pos, name), start, stop, downward, body)
+
+    # -- expressions, loosest binding first
+
+    def expr(self):
+        left = self.and_expr()
+        while self.kind == "or":
+            left = self.binary(left, self.and_expr)
+        return left
+
+    def and_expr(self):
+        left = self.not_expr()
+        while self.kind == "and":
+            left = self.binary(left, self.not_expr)
+        return left
+
+    def not_expr(self):
+        if self.kind != "not":
+            return self.comparison()
+        pos = self.here()
+        self.advance()
+        operand = self.not_expr()
+        self.height += 1
+        return ast.Unary(pos, "not", operand)
+
+    def comparison(self):
+        left = self.sum()
+        if self.kind in _COMPARE_OPS:
+            return self.binary(left, self.sum)
+        return left
+
+    def sum(self):
+        left = self.product()
+        while self.kind in _SUM_OPS:
+            left = self.binary(left, self.product)
+        return left
+
+    def product(self):
+        left = self.unary()
+        while self.kind in _PRODUCT_OPS:
+            left = self.binary(left, self.unary)
+        return left
+
+    def binary(self, left, right_operand):
+        """`left op right`, the operator current: right_operand parses the right side."""
+        tallest = self.height
+        op, pos = self.value, self.here()
+        self.advance()
+        right = right_operand()
+        self.height = max(tallest, self.height) + 1
+        return ast.Binary(pos, op, left, right)
+
+    def unary(self):
+        kind = self.kind
+        if kind != "-" and kind != "+":
+            return self.postfix()
+        pos = self.here()
+        self.advance()
+        operand = self.unary()
+        self.height += 1
+        if kind == "-" and any(literal is operand for literal in self.too_large):  # the most negative integer
+            self.too_large = [literal for literal in self.too_large if literal is not operand]
+            return ast.IntLit(pos, -operand.value)
+        return ast.Unary(pos, kind, operand)
+
+    def postfix(self):
+        base = self.atom()
+        while True:
+            kind = self.kind
+            if kind == "[":
+                tallest = self.height
+                self.advance()
+                indices = self.expr_list()
+                self.expect("]")
+                self.height = max(tallest, self.height) + 1
+                base = ast.Index(base.pos, base, indices)
+            elif kind == ".":
+                self.advance()
+                name, pos = self.take("NAME")
+                self.height += 1
+                base = ast.Field(pos, base, name)
+            elif kind == "(":
+                tallest = self.height
+                self.advance()
+                args = []
+                if self.kind != ")":
+                    args = self.arg_list()
+                    tallest = max(tallest, self.height)
+                self.expect(")")
+                self.height = tallest + 1
+                base = ast.Call(base.pos, base, args)
+            else:
+                return base
+
+    def atom(self):
+        kind, value = self.kind, self.value
+        if kind == "NAME":
+            node = ast.Name(self.here(), value)
+        elif kind == "INT":
+            node = self.int_lit()
+        elif kind == "FLOAT":
+            number = float(value)
+            if number == float("inf"):
+                raise Fallback
+            node = ast.FloatLit(self.here(), value, number)
+        elif kind == "(":
+            self.advance()
+            inner = self.expr()
+            self.expect(")")
+            return inner
+        elif kind == "[":
+            pos = self.here()
+            self.advance()
+            items = self.expr_list()
+            self.expect("]")
+            self.height += 1
+            return ast.TensorLit(pos, items)
+        elif kind == "STRING":
+            node = ast.StrLit(self.here(), value[1:-1].replace("''", "'"))
+        elif kind == "true" or kind == "false":
+            node = ast.BoolLit(self.here(), kind == "true")
+        else:
+            raise Fallback
+        self.advance()
+        self.height = 1
+        return node
+
+    def int_lit(self) -> ast.IntLit:
+        digits = self.value.lstrip("0") or "0"
+        if len(digits) > 19:  # int() refuses more than 4300 digits; lark's parse says 1004
+            raise Fallback
+        value = int(digits)
+        literal = ast.IntLit(self.here(), value)
+        if value > INT64_MAX:
+            if value != INT64_MAX + 1:
+                raise Fallback
+            self.too_large.append(literal)
+        return literal
+
+    def expr_list(self) -> list:
+        items = [self.expr()]
+        tallest = self.height
+        while self.kind == ",":
+            self.advance()
+            items.append(self.expr())
+            tallest = max(tallest, self.height)
+        self.height = tallest + 1
+        return items
+
+    def arg_list(self) -> list:
+        args = [self.arg()]
+        tallest = self.height
+        while self.kind == ",":
+            self.advance()
+            args.append(self.arg())
+            tallest = max(tallest, self.height)
+        self.height = tallest + 1
+        return args
+
+    def arg(self):
+        if self.kind == "address":
+            pos = self.here()
+            self.advance()
+            place = self.postfix()
+            self.height += 1
+            return ast.AddressArg(pos, place)
+        value = self.expr()
+        if self.kind != ":":
+            return value
+        tallest = self.height
+        self.advance()
+        width = self.expr()
+        tallest = max(tallest, self.height)
+        decimals = None
+        if self.kind == ":":
+            self.advance()
+            decimals = self.expr()
+            tallest = max(tallest, self.height)
+        self.height = tallest + 1
+        return ast.FormatArg(value.pos, value, width, decimals)
