@@ -88,12 +88,23 @@ def _window(line: str, col: int) -> tuple[str, int]:
     return before + line[start:end] + after, col - start + len(before)
 
 
-class CompileError(Exception):
-    """Raised when a stage found errors; carries all of them in source order."""
+# A stage stops at this many errors, as clang does at its -ferror-limit: one
+# mistake repeated over a large file would otherwise take minutes and gigabytes
+# to report, and nobody reads past the first screens.
+MAX_ERRORS = 100
 
-    def __init__(self, diagnostics: list[Diagnostic]):
+
+class CompileError(Exception):
+    """Raised when a stage found errors; carries them in source order, and whether
+    the stage stopped at MAX_ERRORS before looking further."""
+
+    def __init__(self, diagnostics: list[Diagnostic], stopped: bool = False):
         self.diagnostics = sorted(diagnostics, key=lambda d: (d.pos.line, d.pos.col))
-        super().__init__("\n".join(d.render() for d in self.diagnostics))
+        self.stopped = stopped
+        text = "\n".join(d.render() for d in self.diagnostics)
+        if stopped:
+            text += f"\nmicatool: stopped after {MAX_ERRORS} errors; fix these and check again"
+        super().__init__(text)
 
 
 @dataclass
@@ -108,6 +119,8 @@ class Reporter:
         if (pos, code, message) not in self._seen:
             self._seen.add((pos, code, message))
             self.diagnostics.append(Diagnostic(self.source, pos, code, message))
+            if len(self.diagnostics) == MAX_ERRORS:
+                raise CompileError(self.diagnostics, stopped=True)
 
     def check(self) -> None:
         """End of a stage: stop here if anything was reported."""

@@ -97,7 +97,7 @@ def run_cell(notebook: Path, number: int, cell: Cell, tier: str) -> str:
             return str(e) + "\n"
         whole = SourceFile(str(notebook), "\n" * (cell.program.first + 1) + cell.program.text)
         raise CompileError([Diagnostic(whole, Pos(d.pos.line + cell.program.first + 1, d.pos.col), d.code, d.message)
-                            for d in e.diagnostics]) from None
+                            for d in e.diagnostics], e.stopped) from None
     if refused:
         raise NotebookError(f"{notebook}:{cell.program.first + 1}: this cell says `refused`, but it compiles")
     binary = build.cached_build(c_source, targets.native(), tier)

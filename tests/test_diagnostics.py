@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from micatool.cli import main
-from micatool.diagnostics import Diagnostic, Pos, SourceFile
+from micatool.diagnostics import MAX_ERRORS, Diagnostic, Pos, SourceFile
 
 CASES = sorted((Path(__file__).parent / "diagnostics").glob("*.mica"))
 
@@ -66,3 +66,16 @@ def test_a_long_line_shows_the_window_at_its_end_and_past_it():
 def test_a_one_line_file_of_megabytes_renders_in_a_few_hundred_characters():
     source = SourceFile("one.mica", "program P; begin " + "WriteLn(1); " * 500_000 + "y := 1 end.")
     assert len(Diagnostic(source, Pos(1, 6_000_018), 3001, "unknown name 'y'").render()) < 400
+
+
+def test_a_stage_stops_at_the_error_limit(tmp_path, capsys):
+    """150 unknown names: the first MAX_ERRORS are shown, in source order, then why it stopped."""
+    program = tmp_path / "many.mica"
+    program.write_text("program P;\nbegin\n" + "".join(f"    u{i} := 1;\n" for i in range(150)) + "end.\n")
+    assert main(["check", str(program)]) == 1
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if " analyzer error " in line]
+    assert len(lines) == MAX_ERRORS == 100
+    assert lines[0] == f"{program}:3:5: analyzer error 3001: unknown name 'u0'"
+    assert lines[-1] == f"{program}:102:5: analyzer error 3001: unknown name 'u99'"
+    assert err.endswith("\nmicatool: stopped after 100 errors; fix these and check again\n")

@@ -496,7 +496,7 @@ class Analyzer:
     def stmt_CallStmt(self, s: ast.CallStmt):
         call = s.call
         if isinstance(call, ast.Name):
-            call = ast.Call(call.pos, call, [])
+            call = ast.Call(call.line, call.col, call, [])
             s.call = call
         if not isinstance(call, ast.Call):
             self.error(call, 2008, "a statement must be an assignment or a call")
@@ -690,7 +690,7 @@ class Analyzer:
             self.note_use(symbol, reading=self.writing is not e)
             return symbol.type
         if isinstance(symbol, RoutineSymbol | BuiltinSymbol):
-            call = ast.Call(e.pos, ast.Name(e.pos, e.ident), [])
+            call = ast.Call(e.line, e.col, ast.Name(e.line, e.col, e.ident), [])
             t = self.expr_Call(call, expected, False)
             e.symbol = call
             return t
@@ -969,7 +969,7 @@ class Analyzer:
         every row goes right, where the kernels and the tape take it."""
         left = e.right
         if e.op == "-":
-            left = ast.Unary(e.right.pos, "-", e.right, ty=rt)
+            left = ast.Unary(e.right.line, e.right.col, "-", e.right, ty=rt)
             e.op = "+"
         e.left, e.right = left, e.left
 

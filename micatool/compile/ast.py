@@ -1,6 +1,7 @@
 """The Mica syntax tree: one dataclass per grammar form, each carrying its position.
 
-parser.py builds these from lark's tree; nothing after the parser sees lark.
+descent.py builds these as it parses (and parser.py, from lark, when it must
+explain an error); nothing after the parser sees how.
 The analyzer fills the annotation fields (ty, symbol, ...) declared with
 compare=False, so two trees compare equal by their syntax alone.
 """
@@ -15,7 +16,14 @@ from ..diagnostics import Pos
 
 @dataclass(slots=True)  # a large program holds millions of nodes: no __dict__ each
 class Node:
-    pos: Pos = field(compare=False)
+    # Where the node starts. Plain fields rather than a Pos: a Pos object per node
+    # was a third of a large program's tree.
+    line: int = field(compare=False)
+    col: int = field(compare=False)
+
+    @property
+    def pos(self) -> Pos:
+        return Pos(self.line, self.col)
 
 
 # ---------------------------------------------------------------- type syntax

@@ -40,11 +40,11 @@ class Fallback(Exception):
     """Something this parser does not explain: lark parses the program again and says what."""
 
 
-# One alternative per token class of mica.lark, tried in lark's order: comments
-# before '(' and '/', the malformed number before the float before the integer.
-# The last one takes any other character, so the scan never skips text.
-_TOKEN = re.compile("|".join([
-    r"(?P<space>[ \t\r\n\f]+)",
+# A token with the blanks before it. One alternative per token class of
+# mica.lark, tried in lark's order: comments before '(' and '/', the malformed
+# number before the float before the integer. The last two take any other
+# character and the end of the text, so the scan never skips anything.
+_TOKEN = re.compile("[ \t\r\n\f]*(?:" + "|".join([
     r"(?P<comment>\{[^}]*\}|\(\*[\s\S]*?\*\)|//[^\n]*)",
     r"(?P<malformed>[0-9]+(?:\.[0-9]*)?[eE](?![+-]?[0-9])[+-]?|[0-9]+\.(?![0-9.])(?:[eE][+-]?[0-9]+)?)",
     r"(?P<FLOAT>[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)",
@@ -53,30 +53,42 @@ _TOKEN = re.compile("|".join([
     r"(?P<STRING>'(?:[^'\n]|'')*')",
     r"(?P<punct>:=|\.\.|<=|>=|<>|[-+*/=<>()\[\],;:.])",
     r"(?P<other>[\s\S])",
-]))
+    r"(?P<EOF>\Z)",
+]) + ")")
 
 
 def _tokens(text: str):
-    """(kind, text, line, column) of each token, then ('EOF', ...). A keyword's or a
-    punctuation mark's kind is its own text."""
+    """(kind, text, line, column) of each token, the last one 'EOF'. A keyword's or
+    a punctuation mark's kind is its own text; equal names share one string."""
     line, line_start = 1, 0
+    names: dict[str, str] = {}
     for match in _TOKEN.finditer(text):
-        kind, value = match.lastgroup, match.group()
-        if kind == "space" or kind == "comment":
-            breaks = value.count("\n")
+        kind = match.lastgroup
+        start = match.start(kind)
+        if start != match.start():  # blanks came first: count the line breaks among them
+            breaks = text.count("\n", match.start(), start)
             if breaks:
                 line += breaks
-                line_start = match.start() + value.rindex("\n") + 1
-            continue
+                line_start = text.rindex("\n", 0, start) + 1
+        value = match.group(kind)
         if kind == "NAME":
             if value in KEYWORDS:
                 kind = value
+            else:
+                value = names.setdefault(value, value)
         elif kind == "punct":
             kind = value
+        elif kind == "comment":
+            breaks = value.count("\n")
+            if breaks:
+                line += breaks
+                line_start = start + value.rindex("\n") + 1
+            continue
         elif kind == "malformed" or kind == "other":
             raise Fallback
-        yield kind, value, line, match.start() - line_start + 1
-    yield "EOF", "", line, len(text) - line_start + 1
+        yield kind, value, line, start - line_start + 1
+        if kind == "EOF":
+            return
 
 
 # Where each binary operator binds (mica.lark's expression rules).
@@ -109,22 +121,19 @@ class Parser:
             raise Fallback
         self.kind, self.value, self.line, self.col = self._next_token()
 
-    def take(self, kind: str) -> tuple[str, Pos]:
-        """The current token's text and position, which must be of `kind`."""
+    def take(self, kind: str) -> tuple[str, int, int]:
+        """The current token's text, line and column; it must be of `kind`."""
         if self.kind != kind:
             raise Fallback
-        taken = self.value, Pos(self.line, self.col)
+        taken = self.value, self.line, self.col
         self.kind, self.value, self.line, self.col = self._next_token()
         return taken
-
-    def here(self) -> Pos:
-        return Pos(self.line, self.col)
 
     # -- program and declarations
 
     def start(self) -> ast.Program:
         self.expect("program")
-        name, pos = self.take("NAME")
+        name, line, col = self.take("NAME")
         self.expect(";")
         decls, tallest = self.declarations(routines=True)
         self.expect("begin")
@@ -135,7 +144,7 @@ class Parser:
         self.height = tallest + 1
         if self.kind != "EOF" or self.too_large or self.height > MAX_NESTING:
             raise Fallback
-        return ast.Program(pos, name, decls, body)
+        return ast.Program(line, col, name, decls, body)
 
     def declarations(self, routines: bool) -> tuple[list, int]:
         """The sections before a `begin`, flattened, and the tallest one's height."""
@@ -166,7 +175,7 @@ class Parser:
                 return decls
 
     def const_decl(self) -> ast.ConstDecl:
-        name, pos = self.take("NAME")
+        name, line, col = self.take("NAME")
         type_expr, tallest = None, 0
         if self.kind == ":":
             self.advance()
@@ -176,15 +185,15 @@ class Parser:
         value = self.expr()
         self.expect(";")
         self.height = max(tallest, self.height) + 1
-        return ast.ConstDecl(pos, name, type_expr, value)
+        return ast.ConstDecl(line, col, name, type_expr, value)
 
     def type_decl(self) -> ast.TypeDecl:
-        name, pos = self.take("NAME")
+        name, line, col = self.take("NAME")
         self.expect("=")
         type_expr = self.type_expr()
         self.expect(";")
         self.height += 1
-        return ast.TypeDecl(pos, name, type_expr)
+        return ast.TypeDecl(line, col, name, type_expr)
 
     def var_decl(self) -> ast.VarDecl:
         names = self.name_list()
@@ -198,9 +207,10 @@ class Parser:
             tallest = max(tallest, self.height)
         self.expect(";")
         self.height = tallest + 1
-        return ast.VarDecl(names[0][1], [n for n, _ in names], type_expr, init)
+        _, line, col = names[0]
+        return ast.VarDecl(line, col, [name for name, _, _ in names], type_expr, init)
 
-    def name_list(self) -> list[tuple[str, Pos]]:
+    def name_list(self) -> list[tuple[str, int, int]]:
         names = [self.take("NAME")]
         while self.kind == ",":
             self.advance()
@@ -211,7 +221,7 @@ class Parser:
     def routine(self) -> ast.Routine:
         kind = self.kind
         self.advance()
-        name, pos = self.take("NAME")
+        name, line, col = self.take("NAME")
         params, tallest = [], 0
         if self.kind == "(":
             params = self.params()
@@ -228,7 +238,7 @@ class Parser:
         self.expect("end")
         self.expect(";")
         self.height = max(tallest, sections, self.height) + 1
-        return ast.Routine(pos, kind, name, params, result, decls, body)
+        return ast.Routine(line, col, kind, name, params, result, decls, body)
 
     def params(self) -> list[ast.Param]:
         self.expect("(")
@@ -252,7 +262,7 @@ class Parser:
         self.expect(":")
         type_expr = self.type_expr()
         self.height = max(1, self.height) + 1
-        return [ast.Param(pos, name, type_expr, by_address) for name, pos in names]
+        return [ast.Param(line, col, name, type_expr, by_address) for name, line, col in names]
 
     # -- types
 
@@ -263,10 +273,10 @@ class Parser:
         self.advance()
         self.expect("gpu")
         self.height += 1
-        return ast.OnGpuType(inner.pos, inner)
+        return ast.OnGpuType(inner.line, inner.col, inner)
 
     def plain_type(self):
-        kind, pos = self.kind, self.here()
+        kind, line, col = self.kind, self.line, self.col
         if kind == "NAME":
             name = self.value
             self.advance()
@@ -278,21 +288,21 @@ class Parser:
                 self.expect("of")
                 element = self.type_expr()
                 self.height = max(tallest, self.height) + 1
-                return ast.ShapedType(pos, name, dims, element)
+                return ast.ShapedType(line, col, name, dims, element)
             if self.kind == "of":
                 self.advance()
                 element = self.type_expr()
                 self.height += 1
-                return ast.DynamicShapedType(pos, name, element)
+                return ast.DynamicShapedType(line, col, name, element)
             self.height = 1
-            return ast.NamedType(pos, name)
+            return ast.NamedType(line, col, name)
         if kind == "array":
             self.advance()
             if self.kind == "of":
                 self.advance()
                 element = self.type_expr()
                 self.height += 1
-                return ast.DynamicArrayType(pos, element)
+                return ast.DynamicArrayType(line, col, element)
             self.expect("[")
             low = self.expr()
             tallest = self.height
@@ -303,18 +313,18 @@ class Parser:
             self.expect("of")
             element = self.type_expr()
             self.height = max(tallest, self.height) + 1
-            return ast.StaticArrayType(pos, low, high, element)
+            return ast.StaticArrayType(line, col, low, high, element)
         if kind == "record":
             self.advance()
             fields = self.field_decls()
             self.expect("end")
             self.height += 1
-            return ast.RecordType(pos, fields)
+            return ast.RecordType(line, col, fields)
         if kind == "tracked" or kind == "address":
             self.advance()
             inner = self.type_expr()
             self.height += 1
-            return ast.TrackedType(pos, inner) if kind == "tracked" else ast.AddressType(pos, inner)
+            return ast.TrackedType(line, col, inner) if kind == "tracked" else ast.AddressType(line, col, inner)
         raise Fallback
 
     def field_decls(self) -> list[ast.FieldDecl]:
@@ -324,7 +334,8 @@ class Parser:
             self.expect(":")
             type_expr = self.type_expr()
             tallest = max(tallest, max(1, self.height) + 1)  # field_decl over its name list and type
-            fields.append(ast.FieldDecl(names[0][1], [n for n, _ in names], type_expr))
+            _, line, col = names[0]
+            fields.append(ast.FieldDecl(line, col, [name for name, _, _ in names], type_expr))
             if self.kind != ";":
                 break
             self.advance()
@@ -352,66 +363,66 @@ class Parser:
             target = self.postfix()
             if self.kind != ":=":
                 self.height += 1
-                return ast.CallStmt(target.pos, target)
+                return ast.CallStmt(target.line, target.col, target)
             tallest = self.height
             self.advance()
             value = self.expr()
             self.height = max(tallest, self.height) + 1
-            return ast.Assign(target.pos, target, value)
+            return ast.Assign(target.line, target.col, target, value)
         if kind == "begin":
-            pos = self.here()
+            line, col = self.line, self.col
             self.advance()
             body = self.stmt_list()
             self.expect("end")
             self.height += 1
-            return ast.Compound(pos, body)
+            return ast.Compound(line, col, body)
         if kind == "if":
             return self.if_stmt()
         if kind == "for":
             return self.for_stmt()
         if kind == "while":
-            pos = self.here()
+            line, col = self.line, self.col
             self.advance()
             cond = self.expr()
             tallest = self.height
             self.expect("do")
             body = self.stmt()
             self.height = max(tallest, self.height) + 1
-            return ast.While(pos, cond, body)
+            return ast.While(line, col, cond, body)
         if kind == "repeat":
-            pos = self.here()
+            line, col = self.line, self.col
             self.advance()
             body = self.stmt_list()
             tallest = self.height
             self.expect("until")
             cond = self.expr()
             self.height = max(tallest, self.height) + 1
-            return ast.Repeat(pos, body, cond)
+            return ast.Repeat(line, col, body, cond)
         if kind == "tape":
-            pos = self.here()
+            line, col = self.line, self.col
             self.advance()
             body = self.stmt_list()
-            end = self.here()
+            end = Pos(self.line, self.col)
             self.expect("end")
             self.height += 1
-            return ast.Tape(pos, body, end)
+            return ast.Tape(line, col, body, end)
         self.height = 1
         if kind == "break":
-            pos = self.here()
+            line, col = self.line, self.col
             self.advance()
-            return ast.Break(pos)
+            return ast.Break(line, col)
         if kind == "continue":
-            pos = self.here()
+            line, col = self.line, self.col
             self.advance()
-            return ast.Continue(pos)
+            return ast.Continue(line, col)
         if kind == "exit":
-            pos = self.here()
+            line, col = self.line, self.col
             self.advance()
-            return ast.Exit(pos)
-        return ast.Empty(Pos(0, 0))  # what follows must end a statement, or its rule falls back
+            return ast.Exit(line, col)
+        return ast.Empty(0, 0)  # what follows must end a statement, or its rule falls back
 
     def if_stmt(self) -> ast.If:
-        pos = self.here()
+        line, col = self.line, self.col
         self.advance()
         cond = self.expr()
         tallest = self.height
@@ -424,12 +435,12 @@ class Parser:
             otherwise = self.stmt()
             tallest = max(tallest, self.height)
         self.height = tallest + 1
-        return ast.If(pos, cond, then, otherwise)
+        return ast.If(line, col, cond, then, otherwise)
 
     def for_stmt(self) -> ast.For:
-        pos = self.here()
+        line, col = self.line, self.col
         self.advance()
-        name, name_pos = self.take("NAME")
+        name, name_line, name_col = self.take("NAME")
         self.expect(":=")
         start = self.expr()
         tallest = self.height
@@ -443,7 +454,7 @@ class Parser:
         self.expect("do")
         body = self.stmt()
         self.height = max(tallest, self.height) + 1
-        return ast.For(pos, ast.Name(name_pos, name), start, stop, downward, body)
+        return ast.For(line, col, ast.Name(name_line, name_col, name), start, stop, downward, body)
 
     # -- expressions, loosest binding first
 
@@ -462,11 +473,11 @@ class Parser:
     def not_expr(self):
         if self.kind != "not":
             return self.comparison()
-        pos = self.here()
+        line, col = self.line, self.col
         self.advance()
         operand = self.not_expr()
         self.height += 1
-        return ast.Unary(pos, "not", operand)
+        return ast.Unary(line, col, "not", operand)
 
     def comparison(self):
         left = self.sum()
@@ -489,24 +500,24 @@ class Parser:
     def binary(self, left, right_operand):
         """`left op right`, the operator current: right_operand parses the right side."""
         tallest = self.height
-        op, pos = self.value, self.here()
+        op, line, col = self.value, self.line, self.col
         self.advance()
         right = right_operand()
         self.height = max(tallest, self.height) + 1
-        return ast.Binary(pos, op, left, right)
+        return ast.Binary(line, col, op, left, right)
 
     def unary(self):
         kind = self.kind
         if kind != "-" and kind != "+":
             return self.postfix()
-        pos = self.here()
+        line, col = self.line, self.col
         self.advance()
         operand = self.unary()
         self.height += 1
         if kind == "-" and any(literal is operand for literal in self.too_large):  # the most negative integer
             self.too_large = [literal for literal in self.too_large if literal is not operand]
-            return ast.IntLit(pos, -operand.value)
-        return ast.Unary(pos, kind, operand)
+            return ast.IntLit(line, col, -operand.value)
+        return ast.Unary(line, col, kind, operand)
 
     def postfix(self):
         base = self.atom()
@@ -518,12 +529,12 @@ class Parser:
                 indices = self.expr_list()
                 self.expect("]")
                 self.height = max(tallest, self.height) + 1
-                base = ast.Index(base.pos, base, indices)
+                base = ast.Index(base.line, base.col, base, indices)
             elif kind == ".":
                 self.advance()
-                name, pos = self.take("NAME")
+                name, line, col = self.take("NAME")
                 self.height += 1
-                base = ast.Field(pos, base, name)
+                base = ast.Field(line, col, base, name)
             elif kind == "(":
                 tallest = self.height
                 self.advance()
@@ -533,37 +544,37 @@ class Parser:
                     tallest = max(tallest, self.height)
                 self.expect(")")
                 self.height = tallest + 1
-                base = ast.Call(base.pos, base, args)
+                base = ast.Call(base.line, base.col, base, args)
             else:
                 return base
 
     def atom(self):
         kind, value = self.kind, self.value
         if kind == "NAME":
-            node = ast.Name(self.here(), value)
+            node = ast.Name(self.line, self.col, value)
         elif kind == "INT":
             node = self.int_lit()
         elif kind == "FLOAT":
             number = float(value)
             if number == float("inf"):
                 raise Fallback
-            node = ast.FloatLit(self.here(), value, number)
+            node = ast.FloatLit(self.line, self.col, value, number)
         elif kind == "(":
             self.advance()
             inner = self.expr()
             self.expect(")")
             return inner
         elif kind == "[":
-            pos = self.here()
+            line, col = self.line, self.col
             self.advance()
             items = self.expr_list()
             self.expect("]")
             self.height += 1
-            return ast.TensorLit(pos, items)
+            return ast.TensorLit(line, col, items)
         elif kind == "STRING":
-            node = ast.StrLit(self.here(), value[1:-1].replace("''", "'"))
+            node = ast.StrLit(self.line, self.col, value[1:-1].replace("''", "'"))
         elif kind == "true" or kind == "false":
-            node = ast.BoolLit(self.here(), kind == "true")
+            node = ast.BoolLit(self.line, self.col, kind == "true")
         else:
             raise Fallback
         self.advance()
@@ -575,7 +586,7 @@ class Parser:
         if len(digits) > 19:  # int() refuses more than 4300 digits; lark's parse says 1004
             raise Fallback
         value = int(digits)
-        literal = ast.IntLit(self.here(), value)
+        literal = ast.IntLit(self.line, self.col, value)
         if value > INT64_MAX:
             if value != INT64_MAX + 1:
                 raise Fallback
@@ -604,11 +615,11 @@ class Parser:
 
     def arg(self):
         if self.kind == "address":
-            pos = self.here()
+            line, col = self.line, self.col
             self.advance()
             place = self.postfix()
             self.height += 1
-            return ast.AddressArg(pos, place)
+            return ast.AddressArg(line, col, place)
         value = self.expr()
         if self.kind != ":":
             return value
@@ -622,4 +633,4 @@ class Parser:
             decimals = self.expr()
             tallest = max(tallest, self.height)
         self.height = tallest + 1
-        return ast.FormatArg(value.pos, value, width, decimals)
+        return ast.FormatArg(value.line, value.col, value, width, decimals)

@@ -356,19 +356,19 @@ class FunctionLowering(ExprLowering, TapeLowering, DeviceLowering):
         so each tracked part reads b's node and writes a's, as `a.w := b.w` does."""
         if isinstance(t, Tracked) or not has_tracked(t):
             with self.statement_scope():
-                self.stmt_Assign(ast.Assign(pos, target, value))
+                self.stmt_Assign(ast.Assign(pos.line, pos.col, target, value))
             return
         if isinstance(t, Record):
-            parts = [(ast.Field(pos, target, name, ty=ft), ast.Field(pos, value, name, ty=ft), ft) for name, ft in t.fields]
+            parts = [(ast.Field(pos.line, pos.col, target, name, ty=ft), ast.Field(pos.line, pos.col, value, name, ty=ft), ft) for name, ft in t.fields]
         else:
-            parts = [(ast.Index(pos, target, [index], ty=t.element), ast.Index(pos, value, [index], ty=t.element), t.element)
-                     for index in (ast.IntLit(pos, i, ty=INTEGER, folded=i) for i in range(t.low, t.high + 1))]
+            parts = [(ast.Index(pos.line, pos.col, target, [index], ty=t.element), ast.Index(pos.line, pos.col, value, [index], ty=t.element), t.element)
+                     for index in (ast.IntLit(pos.line, pos.col, i, ty=INTEGER, folded=i) for i in range(t.low, t.high + 1))]
         for part_target, part_value, part_type in parts:
             self.copy_through_the_tape(part_target, part_value, self.concrete(part_type), pos)
 
     def store_dynamic_row(self, target: ast.Index, value: ast.Expr, line: int) -> None:
         """m[i] := v for a dynamic matrix m: v's elements, as many as m has columns, into row i."""
-        leading = target.base if len(target.indices) == 1 else ast.Index(target.pos, target.base, target.indices[:-1])
+        leading = target.base if len(target.indices) == 1 else ast.Index(target.line, target.col, target.base, target.indices[:-1])
         matrix = self.place(leading)
         t = plain(matrix.type)
         row = self.untracked(self.value(value, Tensor(t.element, None, 1)))

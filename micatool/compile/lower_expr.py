@@ -162,7 +162,7 @@ class ExprLowering:
         """Lower e for reading."""
         t = self.concrete(e.ty)
         if e.folded is not None and plain(t) == STRING:
-            return self.expr_StrLit(ast.StrLit(e.pos, e.folded), expected)
+            return self.expr_StrLit(ast.StrLit(e.line, e.col, e.folded), expected)
         if e.folded is not None and isinstance(plain(t), Scalar):
             return CValue(constant_text(e.folded, t), t)
         return getattr(self, "expr_" + type(e).__name__)(e, expected)
@@ -199,7 +199,7 @@ class ExprLowering:
             return CValue(int_literal(self.binding[symbol.name]), INTEGER)
         if isinstance(symbol, ConstSymbol):
             if symbol.type == STRING:
-                return self.expr_StrLit(ast.StrLit(e.pos, symbol.value), expected)
+                return self.expr_StrLit(ast.StrLit(e.line, e.col, symbol.value), expected)
             if isinstance(plain(symbol.type), Tensor):
                 return self.tensor_constant(symbol.value, self.concrete(symbol.type))
             return CValue(constant_text(symbol.value, symbol.type), symbol.type)

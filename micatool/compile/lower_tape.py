@@ -260,7 +260,7 @@ class TapeLowering:
             t, taken = plain(t).element, taken + 1
         if taken == len(e.indices) or not (isinstance(t, Tracked) and isinstance(t.inner, Tensor)):
             return None
-        return (e.base if taken == 0 else ast.Index(e.pos, e.base, e.indices[:taken])), e.indices[taken:]
+        return (e.base if taken == 0 else ast.Index(e.line, e.col, e.base, e.indices[:taken])), e.indices[taken:]
 
     def backward(self, call: ast.Call) -> None:
         name, line = ast.place_text(call.args[0]), call.pos.line

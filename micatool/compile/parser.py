@@ -222,12 +222,11 @@ def _syntax_error(reporter: Reporter, source: SourceFile, e: lark.exceptions.Une
 # ---------------------------------------------------------------- rules -> AST
 
 
-def _pos(item) -> Pos:
+def _at(item) -> tuple[int, int]:
+    """The line and column a node built from this token or node starts at."""
     if isinstance(item, Token):
-        return Pos(item.line, item.column)
-    if isinstance(item, ast.Node):
-        return item.pos
-    return Pos(item.line, item.column)
+        return item.line, item.column
+    return item.line, item.col
 
 
 def _shown_literal(token: Token) -> str:
@@ -286,7 +285,7 @@ class Builder:
 
     def start(self, name, *rest):
         *sections, body = rest
-        return ast.Program(_pos(name), str(name), _flatten(sections), body)
+        return ast.Program(*_at(name), str(name), _flatten(sections), body)
 
     def const_section(self, *decls):
         return list(decls)
@@ -294,65 +293,65 @@ class Builder:
     type_section = var_section = const_section
 
     def const_decl(self, name, type_expr, _equal, value):
-        return ast.ConstDecl(_pos(name), str(name), type_expr, value)
+        return ast.ConstDecl(*_at(name), str(name), type_expr, value)
 
     def type_decl(self, name, _equal, type_expr):
-        return ast.TypeDecl(_pos(name), str(name), type_expr)
+        return ast.TypeDecl(*_at(name), str(name), type_expr)
 
     def var_decl(self, names, type_expr, _equal, init):
-        return ast.VarDecl(names[0][1], [n for n, _ in names], type_expr, init)
+        return ast.VarDecl(*names[0][1], [n for n, _ in names], type_expr, init)
 
     def name_list(self, *names):
-        return [(str(n), _pos(n)) for n in names]
+        return [(str(n), _at(n)) for n in names]
 
     def procedure(self, name, params, *rest):
         *sections, body = rest
-        return ast.Routine(_pos(name), "procedure", str(name), params or [], None, _flatten(sections), body)
+        return ast.Routine(*_at(name), "procedure", str(name), params or [], None, _flatten(sections), body)
 
     def function(self, name, params, result, *rest):
         *sections, body = rest
-        return ast.Routine(_pos(name), "function", str(name), params or [], result, _flatten(sections), body)
+        return ast.Routine(*_at(name), "function", str(name), params or [], result, _flatten(sections), body)
 
     def params(self, *groups):
         return [p for g in groups if g is not None for p in g]
 
     def param_group(self, address, names, type_expr):
-        return [ast.Param(pos, name, type_expr, address is not None) for name, pos in names]
+        return [ast.Param(*at, name, type_expr, address is not None) for name, at in names]
 
     # -- types
 
     def named_type(self, name):
-        return ast.NamedType(_pos(name), str(name))
+        return ast.NamedType(*_at(name), str(name))
 
     def shaped_type(self, name, dims, element):
-        return ast.ShapedType(_pos(name), str(name), dims, element)
+        return ast.ShapedType(*_at(name), str(name), dims, element)
 
     def dynamic_shaped_type(self, name, element):
-        return ast.DynamicShapedType(_pos(name), str(name), element)
+        return ast.DynamicShapedType(*_at(name), str(name), element)
 
     def static_array_type(self, keyword, low, _dotdot, high, element):
-        return ast.StaticArrayType(_pos(keyword), low, high, element)
+        return ast.StaticArrayType(*_at(keyword), low, high, element)
 
     def dynamic_array_type(self, keyword, element):
-        return ast.DynamicArrayType(_pos(keyword), element)
+        return ast.DynamicArrayType(*_at(keyword), element)
 
     def record_type(self, keyword, fields):
-        return ast.RecordType(_pos(keyword), fields)
+        return ast.RecordType(*_at(keyword), fields)
 
     def field_decls(self, *fields):
         return [f for f in fields if f is not None]
 
     def field_decl(self, names, type_expr):
-        return ast.FieldDecl(names[0][1], [n for n, _ in names], type_expr)
+        return ast.FieldDecl(*names[0][1], [n for n, _ in names], type_expr)
 
     def tracked_type(self, keyword, inner):
-        return ast.TrackedType(_pos(keyword), inner)
+        return ast.TrackedType(*_at(keyword), inner)
 
     def address_type(self, keyword, inner):
-        return ast.AddressType(_pos(keyword), inner)
+        return ast.AddressType(*_at(keyword), inner)
 
     def on_gpu_type(self, inner):
-        return ast.OnGpuType(inner.pos, inner)
+        return ast.OnGpuType(*_at(inner), inner)
 
     # -- statements
 
@@ -360,61 +359,61 @@ class Builder:
         return [s for s in stmts if not isinstance(s, ast.Empty)]
 
     def assign(self, target, value):
-        return ast.Assign(target.pos, target, value)
+        return ast.Assign(*_at(target), target, value)
 
     def call_stmt(self, call):
-        return ast.CallStmt(call.pos, call)
+        return ast.CallStmt(*_at(call), call)
 
     def compound(self, keyword, body):
-        return ast.Compound(_pos(keyword), body)
+        return ast.Compound(*_at(keyword), body)
 
     def if_stmt(self, keyword, cond, then, otherwise):
-        return ast.If(_pos(keyword), cond, then, otherwise)
+        return ast.If(*_at(keyword), cond, then, otherwise)
 
     def for_stmt(self, keyword, var, start, direction, stop, body):
-        variable = ast.Name(_pos(var), str(var))
-        return ast.For(_pos(keyword), variable, start, stop, direction.type == "DOWNTO", body)
+        variable = ast.Name(*_at(var), str(var))
+        return ast.For(*_at(keyword), variable, start, stop, direction.type == "DOWNTO", body)
 
     def while_stmt(self, keyword, cond, body):
-        return ast.While(_pos(keyword), cond, body)
+        return ast.While(*_at(keyword), cond, body)
 
     def repeat_stmt(self, keyword, body, cond):
-        return ast.Repeat(_pos(keyword), body, cond)
+        return ast.Repeat(*_at(keyword), body, cond)
 
     def tape_stmt(self, keyword, body, end):
-        return ast.Tape(_pos(keyword), body, _pos(end))
+        return ast.Tape(*_at(keyword), body, Pos(*_at(end)))
 
     def break_stmt(self, token):
-        return ast.Break(_pos(token))
+        return ast.Break(*_at(token))
 
     def continue_stmt(self, token):
-        return ast.Continue(_pos(token))
+        return ast.Continue(*_at(token))
 
     def exit_stmt(self, token):
-        return ast.Exit(_pos(token))
+        return ast.Exit(*_at(token))
 
     def empty_stmt(self):
-        return ast.Empty(Pos(0, 0))
+        return ast.Empty(0, 0)
 
     # -- expressions
 
     def binary(self, left, op, right):
-        return ast.Binary(_pos(op), str(op), left, right)
+        return ast.Binary(*_at(op), str(op), left, right)
 
     def unary(self, op, operand):
         if str(op) == "-" and any(literal is operand for literal in self.too_large):  # the most negative integer
             self.too_large = [literal for literal in self.too_large if literal is not operand]
-            return ast.IntLit(_pos(op), -operand.value)
-        return ast.Unary(_pos(op), str(op), operand)
+            return ast.IntLit(*_at(op), -operand.value)
+        return ast.Unary(*_at(op), str(op), operand)
 
     def index(self, base, indices):
-        return ast.Index(base.pos, base, indices)
+        return ast.Index(*_at(base), base, indices)
 
     def field(self, base, name):
-        return ast.Field(_pos(name), base, str(name))
+        return ast.Field(*_at(name), base, str(name))
 
     def call(self, callee, args):
-        return ast.Call(callee.pos, callee, args or [])
+        return ast.Call(*_at(callee), callee, args or [])
 
     def int_lit(self, token):
         # Count the digits first: Python refuses int() of more than 4300 of them.
@@ -422,9 +421,9 @@ class Builder:
         too_long = len(digits) > len(str(INT64_MAX))
         value = 0 if too_long else int(digits)
         if too_long or value > INT64_MAX + 1:
-            self.reporter.error(_pos(token), 1004, f"integer literal {_shown_literal(token)} does not fit in 64 bits")
+            self.reporter.error(Pos(*_at(token)), 1004, f"integer literal {_shown_literal(token)} does not fit in 64 bits")
             value = 0
-        literal = ast.IntLit(_pos(token), value)
+        literal = ast.IntLit(*_at(token), value)
         if value == INT64_MAX + 1:
             self.too_large.append(literal)
         return literal
@@ -432,29 +431,29 @@ class Builder:
     def float_lit(self, token):
         value = float(token.value)
         if value in (float("inf"), float("-inf")):
-            self.reporter.error(_pos(token), 1006, f"float literal {_shown_literal(token)} is too large for float64")
+            self.reporter.error(Pos(*_at(token)), 1006, f"float literal {_shown_literal(token)} is too large for float64")
             value = 0.0
-        return ast.FloatLit(_pos(token), token.value, value)
+        return ast.FloatLit(*_at(token), token.value, value)
 
     def malformed_float(self, token):
         if "." in token.value and not token.value.split(".")[1][:1].isdigit():
             why = "a float needs digits after '.' (write 1.0, not 1.)"
         else:
             why = "an exponent needs digits (write 1.5e3, not 1.5e)"
-        self.reporter.error(_pos(token), 1005, f"malformed number: {why}")
-        return ast.FloatLit(_pos(token), token.value, 0.0)
+        self.reporter.error(Pos(*_at(token)), 1005, f"malformed number: {why}")
+        return ast.FloatLit(*_at(token), token.value, 0.0)
 
     def str_lit(self, token):
-        return ast.StrLit(_pos(token), _string_value(token))
+        return ast.StrLit(*_at(token), _string_value(token))
 
     def bool_lit(self, token):
-        return ast.BoolLit(_pos(token), token.value == "true")
+        return ast.BoolLit(*_at(token), token.value == "true")
 
     def name(self, token):
-        return ast.Name(_pos(token), str(token))
+        return ast.Name(*_at(token), str(token))
 
     def tensor_lit(self, bracket, items):
-        return ast.TensorLit(_pos(bracket), items)
+        return ast.TensorLit(*_at(bracket), items)
 
     def expr_list(self, *items):
         return list(items)
@@ -463,10 +462,10 @@ class Builder:
         return list(args)
 
     def address_arg(self, keyword, place):
-        return ast.AddressArg(_pos(keyword), place)
+        return ast.AddressArg(*_at(keyword), place)
 
     def format_arg(self, value, width, decimals):
-        return ast.FormatArg(value.pos, value, width, decimals)
+        return ast.FormatArg(*_at(value), value, width, decimals)
 
 
 def _flatten(sections) -> list:
