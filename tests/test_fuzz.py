@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from micatool.compile import front_end
 from micatool.compile.lower import lower
-from micatool.compile.parser import KEYWORDS, _lark
+from micatool.compile.lark_parser import KEYWORDS, _lark
 from micatool.diagnostics import CompileError, Pos, SourceFile
 
 SEEDS = sorted((Path(__file__).parent / "programs").glob("*.mica")) + sorted(

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given
 from test_fuzz import FUZZ, mutated_program
 
-from micatool.compile import RECURSION_LIMIT, descent, parser
+from micatool.compile import RECURSION_LIMIT, descent, lark_parser, parse
 from micatool.diagnostics import CompileError, Pos, SourceFile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +50,7 @@ def deep_recursion():
 
 def tree_height(text: str) -> int:
     """The height of lark's own parse tree (tokens count 0), however deep it is."""
-    tallest, stack = 0, [(parser._tree_parser().parse(text), 1)]
+    tallest, stack = 0, [(lark_parser._tree_parser().parse(text), 1)]
     while stack:
         node, depth = stack.pop()
         tallest = max(tallest, depth)
@@ -61,10 +61,10 @@ def tree_height(text: str) -> int:
 def lark_parse(text: str):
     """lark's tree and height, or None where lark reports an error."""
     try:
-        program = parser.parse_with_lark(SourceFile("p.mica", text))
+        program = lark_parser.parse(SourceFile("p.mica", text))
     except CompileError:
         return None, None
-    return program, parser._parser()[1]._height(program)
+    return program, lark_parser._parser()[1]._height(program)
 
 
 def descent_parse(text: str):
@@ -116,7 +116,8 @@ CASES = {
     "most negative integer": program("x := -9223372036854775808; y := -(9223372036854775808); z := - -1"),
     "literals": program("x := [[1.5, 2e3], [0.25e-2, 007]]; s := 'it''s'; b := true and not false"),
     "postfix chains": program("a.b[1, 2].c(3)(address d.e[f], g : 4 : h); (x)[0] := 1; [1][0]"),
-    "precedence": program("x := -a * b div c mod d + e - f <= g or h and i = j"),
+    "precedence": program("x := -a * b div c mod d + e - f <= g or h and i = j; y := not a = b and not not c or d"),
+    "comparisons between others": program("x := a = b and c = d; y := -a < -b; z := not (a < b) = c"),
     "comments and line ends": program("x := 1 { a\n comment } + (* another\r\n *) 2 // to the end\r\n; y :=\r 3"),
     "loops": program("for i := 10 downto 1 do while i > 0 do repeat i := i - 1 until i = 0; "
                      "tape y := x * x end; break; continue; exit"),
@@ -130,6 +131,10 @@ def test_subtle_cases(name):
 
 REFUSED = {
     "chained comparison": program("x := a < b < c"),
+    "chained after not": program("x := not a < b < c"),
+    "chained after and": program("x := a = b and c = d = e"),
+    "not inside a sum": program("x := a + not b"),
+    "not after a comparison": program("x := a < not b"),
     "too large": program("x := 9223372036854775808"),
     "far too large": program("x := " + "9" * 5000),
     "infinite float": program("x := 1e400"),
@@ -177,5 +182,5 @@ def test_nesting_heights_agree_at_the_limit(kind):
     assert_agree(nested(kind, low), must_accept=True)
     assert descent_parse(nested(kind, low + 1))[0] is None
     with pytest.raises(CompileError) as error:
-        parser.parse(SourceFile("p.mica", nested(kind, low + 1)))
+        parse(SourceFile("p.mica", nested(kind, low + 1)))
     assert [d.code for d in error.value.diagnostics] == [2010]

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 from ..diagnostics import CompileError, Diagnostic, SourceFile
+from . import descent
 from .analyzer import Analysis, analyze
 from .lower import lower
-from .parser import parse
 
 
 class SourceError(Exception):
@@ -33,6 +33,16 @@ def load_source(path: str) -> SourceFile:
         source = SourceFile(path, data[: e.start].decode("utf-8"))
         raise CompileError([Diagnostic(source, source.pos_at(len(source.text)), 1007, f"the file is not valid UTF-8 (byte 0x{data[e.start]:02x})")]) from None
     return SourceFile(path, text.removeprefix("\ufeff"))  # a byte-order mark is no part of the program
+
+
+def parse(source: SourceFile):
+    """The program's tree (ast.Program), or the CompileError that says what is wrong."""
+    try:
+        return descent.parse(source.text)
+    except (descent.Fallback, RecursionError):
+        from . import lark_parser  # only a program with an error (or absurd nesting) waits for lark
+
+        return lark_parser.parse(source)
 
 
 # The stages walk the tree recursively, a few Python frames per level; the

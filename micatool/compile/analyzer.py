@@ -10,9 +10,9 @@ analyzed once with their shape variables as symbols; each call binds them
 from __future__ import annotations
 
 import difflib
+import math
+import struct
 from dataclasses import dataclass, field, fields
-
-import numpy
 
 from ..diagnostics import Pos, Reporter, SourceFile
 from . import ast, builtins, residency, shapes, vocabulary  # noqa: F401  (vocabulary registers its checkers)
@@ -850,9 +850,53 @@ class Analyzer:
         return result
 
     def binary_type(self, e: ast.Binary, op: str, lt: Type, rt: Type) -> Type:
+        """The type of `left op right`, or ERROR once a diagnostic says why not."""
+        if lt.__class__ is not Scalar or rt.__class__ is not Scalar:  # two host scalars live nowhere in particular
+            placed = self.placed_binary_type(e, op, lt, rt)
+            if placed is not None:
+                return placed
+        lp, rp = plain(lt), plain(rt)
+        if isinstance(lp, Tensor) and lp.rank == 0 and isinstance(rp, Tensor) and rp.rank > 0:
+            lp = lp.element  # a device scalar scales a device tensor
+        if isinstance(rp, Tensor) and rp.rank == 0 and isinstance(lp, Tensor) and lp.rank > 0:
+            rp = rp.element
+        if op in _LOGICAL:
+            if lp != BOOLEAN or rp != BOOLEAN:
+                return self.error(e, 4015, f"'{op}' needs booleans, found '{lt}' and '{rt}'")
+            return BOOLEAN
+        if op in _COMPARISONS:
+            return self.comparison_type(e, op, lt, rt, lp, rp)
+        if op in ("div", "mod"):
+            if not (isinstance(lp, Scalar) and lp.is_integer and isinstance(rp, Scalar) and rp.is_integer):
+                return self.error(e, 4017, f"'{op}' needs integers, found '{lt}' and '{rt}'; '/' divides floats")
+            if e.right.folded == 0:
+                return self.error(e.right, 4018, "division by zero")
+            return INTEGER
+        tracked = is_tracked(lt) or is_tracked(rt)
+        if tracked and any(isinstance(p, Tensor) and p.is_dynamic for p in (lp, rp)):
+            return self.error(e, 5109, f"'{op}' cannot join a tracked value with the dynamic tensor '{lp if lp.is_dynamic else rp}'; "
+                                       "give it a static shape")
+        if isinstance(lp, Scalar) and isinstance(rp, Scalar):
+            return self.scalar_arithmetic_type(e, op, lt, rt, lp, rp, tracked)
+        if isinstance(lp, Tensor) and isinstance(rp, Scalar) or isinstance(lp, Scalar) and isinstance(rp, Tensor):
+            tensor, scalar = (lp, rp) if isinstance(lp, Tensor) else (rp, lp)
+            if not scalar.is_numeric or not tensor.element.is_float:
+                return self.error(e, 4019, f"cannot apply '{op}' to '{lt}' and '{rt}'")
+            if op == "/" and isinstance(lp, Scalar):
+                return self.error(e, 4020, "a scalar cannot be divided by a tensor; scale by the reciprocal instead")
+            if not self.constants_fit(e, tensor.element):
+                return ERROR
+            return Tracked(tensor) if tracked else tensor
+        if isinstance(lp, Tensor) and isinstance(rp, Tensor):
+            return self.tensor_arithmetic_type(e, op, lt, rt, lp, rp, tracked)
+        return self.error(e, 4019, f"cannot apply '{op}' to '{lt}' and '{rt}'")
+
+    def placed_binary_type(self, e: ast.Binary, op: str, lt: Type, rt: Type) -> Type | None:
+        """What residency decides about `left op right`: ERROR, the type of arithmetic
+        between GPU scalars, or None to go on as on the host."""
         if not residency.check_together(self, e, f"'{op}'", [e.left, e.right], [lt, rt]):
             return ERROR
-        if op in ("=", "<>", "<", "<=", ">", ">=", "and", "or") and (residency.on_gpu(lt) or residency.on_gpu(rt)):
+        if (op in _COMPARISONS or op in _LOGICAL) and (residency.on_gpu(lt) or residency.on_gpu(rt)):
             return self.error(e, 7010, f"'{op}' decides on the host; bring the GPU value there first with ToHost")
         for operand, t in ((e.left, lt), (e.right, rt)):
             if residency.on_gpu(t) and not element_of(t).is_float:
@@ -868,80 +912,58 @@ class Analyzer:
         if device_scalar_with_tensor and (is_tracked(lt) or is_tracked(rt)):
             return self.error(e, 7011, f"'{op}' between a GPU scalar and a GPU tensor does not record on the GPU's "
                                        f"tape yet; use a host number, or compute it outside the window")
-        if isinstance(lp, Tensor) and lp.rank == 0 and isinstance(rp, Tensor) and rp.rank > 0:
-            lp = lp.element  # a device scalar scales a device tensor
-        if isinstance(rp, Tensor) and rp.rank == 0 and isinstance(lp, Tensor) and lp.rank > 0:
-            rp = rp.element
-        if op in ("and", "or"):
-            if lp != BOOLEAN or rp != BOOLEAN:
-                return self.error(e, 4015, f"'{op}' needs booleans, found '{lt}' and '{rt}'")
-            return BOOLEAN
-        if op in ("=", "<>", "<", "<=", ">", ">="):
-            both_numbers = isinstance(lp, Scalar) and isinstance(rp, Scalar) and lp.is_numeric and rp.is_numeric
-            both_strings = lp == STRING and rp == STRING
-            both_booleans = lp == BOOLEAN and rp == BOOLEAN and op in ("=", "<>")
-            if not (both_numbers or both_strings or both_booleans):
-                return self.error(e, 4016, f"cannot compare '{lt}' with '{rt}'")
-            if both_numbers:  # compared as arithmetic would join them: f = 0.1 with f a float32 is 0.1f
-                e.compared_as = self.promote(lp, rp, e.left, e.right)
-            return BOOLEAN
-        if op in ("div", "mod"):
-            if not (isinstance(lp, Scalar) and lp.is_integer and isinstance(rp, Scalar) and rp.is_integer):
-                return self.error(e, 4017, f"'{op}' needs integers, found '{lt}' and '{rt}'; '/' divides floats")
-            if e.right.folded == 0:
-                return self.error(e.right, 4018, "division by zero")
-            return INTEGER
-        tracked = is_tracked(lt) or is_tracked(rt)
-        if tracked and any(isinstance(p, Tensor) and p.is_dynamic for p in (lp, rp)):
-            return self.error(e, 5109, f"'{op}' cannot join a tracked value with the dynamic tensor '{lp if lp.is_dynamic else rp}'; "
-                                       "give it a static shape")
-        if isinstance(lp, Scalar) and isinstance(rp, Scalar):
-            if op == "+" and lp == STRING and rp == STRING:
-                return STRING
-            if not (lp.is_numeric and rp.is_numeric):
-                return self.error(e, 4019, f"cannot apply '{op}' to '{lt}' and '{rt}'")
-            if op == "/" and e.right.folded == 0 and lp.is_integer and rp.is_integer:
-                return self.error(e.right, 4018, "division by zero")
-            result = self.promote(lp, rp, e.left, e.right)
-            if op == "/" and result.is_integer:
-                result = FLOAT64
-            if not self.constants_fit(e, result):
-                return ERROR
-            return Tracked(result) if tracked and result.is_float else result
-        if isinstance(lp, Tensor) and isinstance(rp, Scalar) or isinstance(lp, Scalar) and isinstance(rp, Tensor):
-            tensor, scalar = (lp, rp) if isinstance(lp, Tensor) else (rp, lp)
-            if not scalar.is_numeric or not tensor.element.is_float:
-                return self.error(e, 4019, f"cannot apply '{op}' to '{lt}' and '{rt}'")
-            if op == "/" and isinstance(lp, Scalar):
-                return self.error(e, 4020, "a scalar cannot be divided by a tensor; scale by the reciprocal instead")
-            if not self.constants_fit(e, tensor.element):
-                return ERROR
-            return Tracked(tensor) if tracked else tensor
-        if isinstance(lp, Tensor) and isinstance(rp, Tensor):
-            if lp.element != rp.element:
-                return self.error(e, 4021, f"cannot apply '{op}' to '{lt}' and '{rt}': the element types differ; convert one with {rp.element.name}(...) or {lp.element.name}(...)")
-            if not lp.element.is_float:
-                return self.error(e, 4022, f"arithmetic on tensors needs float elements, found '{lt}'")
-            repeated_left = op in ("+", "-") and 0 < len(shapes.dims(lp)) < len(shapes.dims(rp))
-            try:
-                if repeated_left:  # the shapes meet with the repeated operand on the right
-                    result = shapes.elementwise(rp, lp, op)
-                    self.repeated_operand_last(e, rt)
-                    return Tracked(result) if tracked else result
-                if op == "*":
-                    result = shapes.product(lp, rp)
-                elif op == "/":
-                    return self.error(e, 4020, "'/' between two tensors is not defined; scale by a scalar or use Mul")
-                else:
-                    result = shapes.elementwise(lp, rp, op)
-            except shapes.ShapeMismatch as why:
-                verb = "multiply" if op == "*" else ("add" if op == "+" else "subtract")
-                joiner = "by" if op == "*" else ("and" if op == "+" else "from")
-                if op == "-":
-                    return self.error(e, 6007, f"cannot subtract '{rt}' from '{lt}': {why}")
-                return self.error(e, 6007, f"cannot {verb} '{lt}' {joiner} '{rt}': {why}")
-            return Tracked(result) if tracked else result
-        return self.error(e, 4019, f"cannot apply '{op}' to '{lt}' and '{rt}'")
+        return None
+
+    def comparison_type(self, e: ast.Binary, op: str, lt: Type, rt: Type, lp: Type, rp: Type) -> Type:
+        both_numbers = isinstance(lp, Scalar) and isinstance(rp, Scalar) and lp.is_numeric and rp.is_numeric
+        both_strings = lp == STRING and rp == STRING
+        both_booleans = lp == BOOLEAN and rp == BOOLEAN and op in ("=", "<>")
+        if not (both_numbers or both_strings or both_booleans):
+            return self.error(e, 4016, f"cannot compare '{lt}' with '{rt}'")
+        if both_numbers:  # compared as arithmetic would join them: f = 0.1 with f a float32 is 0.1f
+            e.compared_as = self.promote(lp, rp, e.left, e.right)
+        return BOOLEAN
+
+    def scalar_arithmetic_type(self, e: ast.Binary, op: str, lt: Type, rt: Type, lp: Scalar, rp: Scalar,
+                               tracked: bool) -> Type:
+        if op == "+" and lp == STRING and rp == STRING:
+            return STRING
+        if not (lp.is_numeric and rp.is_numeric):
+            return self.error(e, 4019, f"cannot apply '{op}' to '{lt}' and '{rt}'")
+        if op == "/" and e.right.folded == 0 and lp.is_integer and rp.is_integer:
+            return self.error(e.right, 4018, "division by zero")
+        result = self.promote(lp, rp, e.left, e.right)
+        if op == "/" and result.is_integer:
+            result = FLOAT64
+        if not self.constants_fit(e, result):
+            return ERROR
+        return Tracked(result) if tracked and result.is_float else result
+
+    def tensor_arithmetic_type(self, e: ast.Binary, op: str, lt: Type, rt: Type, lp: Tensor, rp: Tensor,
+                               tracked: bool) -> Type:
+        if lp.element != rp.element:
+            return self.error(e, 4021, f"cannot apply '{op}' to '{lt}' and '{rt}': the element types differ; convert one with {rp.element.name}(...) or {lp.element.name}(...)")
+        if not lp.element.is_float:
+            return self.error(e, 4022, f"arithmetic on tensors needs float elements, found '{lt}'")
+        repeated_left = op in ("+", "-") and 0 < len(shapes.dims(lp)) < len(shapes.dims(rp))
+        try:
+            if repeated_left:  # the shapes meet with the repeated operand on the right
+                result = shapes.elementwise(rp, lp, op)
+                self.repeated_operand_last(e, rt)
+                return Tracked(result) if tracked else result
+            if op == "*":
+                result = shapes.product(lp, rp)
+            elif op == "/":
+                return self.error(e, 4020, "'/' between two tensors is not defined; scale by a scalar or use Mul")
+            else:
+                result = shapes.elementwise(lp, rp, op)
+        except shapes.ShapeMismatch as why:
+            if op == "-":
+                return self.error(e, 6007, f"cannot subtract '{rt}' from '{lt}': {why}")
+            verb = "multiply" if op == "*" else "add"
+            joiner = "by" if op == "*" else "and"
+            return self.error(e, 6007, f"cannot {verb} '{lt}' {joiner} '{rt}': {why}")
+        return Tracked(result) if tracked else result
 
     def constants_fit(self, e: ast.Binary, element: Scalar) -> bool:
         """A constant computed in float32 must not round to infinity there (4030)."""
@@ -1197,8 +1219,14 @@ def is_dynamic_row(target: ast.Expr) -> bool:
 
 def to_float32(x: float) -> float:
     """x rounded to the nearest float32 (infinity past its range), as a Python float."""
-    with numpy.errstate(over="ignore"):
-        return float(numpy.float32(x))
+    try:
+        return struct.unpack("f", struct.pack("f", x))[0]
+    except OverflowError:  # struct rounds as a C cast does, and refuses what rounds to infinity
+        return math.copysign(math.inf, x)
+
+
+_LOGICAL = frozenset(["and", "or"])
+_COMPARISONS = frozenset(["=", "<>", "<", "<=", ">", ">="])
 
 
 def _device_scalar(t: Type) -> bool:

@@ -1,7 +1,7 @@
 """The Mica syntax tree: one dataclass per grammar form, each carrying its position.
 
-descent.py builds these as it parses (and parser.py, from lark, when it must
-explain an error); nothing after the parser sees how.
+descent.py builds these as it parses (and lark_parser.py, from lark, when it
+must explain an error); nothing after the parser sees how.
 The analyzer fills the annotation fields (ty, symbol, ...) declared with
 compare=False, so two trees compare equal by their syntax alone.
 """

@@ -1,9 +1,9 @@
 """A recursive-descent parser for valid programs: Mica source text -> ast.Program, fast.
 
 mica.lark is the grammar, and lark's LALR parser is the one that explains a
-program that is wrong (parser.py turns its errors into 1xxx and 2xxx
+program that is wrong (lark_parser.py turns its errors into 1xxx and 2xxx
 diagnostics). lark spends about 10 microseconds a token, too slow for a large
-program, so parser.py first tries this parser, written by hand from the same
+program, so the front end first tries this parser, written by hand from the same
 grammar: it builds the same tree with the same positions, and at the first thing
 it does not expect (a bad character, a syntax error, a literal out of range, a
 program that nests too deep) it gives up with Fallback and lark parses the file
@@ -40,11 +40,13 @@ class Fallback(Exception):
     """Something this parser does not explain: lark parses the program again and says what."""
 
 
-# A token with the blanks before it. One alternative per token class of
-# mica.lark, tried in lark's order: comments before '(' and '/', the malformed
-# number before the float before the integer. The last two take any other
-# character and the end of the text, so the scan never skips anything.
-_TOKEN = re.compile("[ \t\r\n\f]*(?:" + "|".join([
+# A token with the blanks before it on its line, or a line break with the blanks
+# after it. One alternative per token class of mica.lark, tried in lark's order:
+# comments before '(' and '/', the malformed number before the float before the
+# integer. The last two take any other character and the end of the text, so the
+# scan never skips anything.
+_TOKEN = re.compile("[ \t\r\f]*(?:" + "|".join([
+    r"(?P<newline>\n[ \t\r\n\f]*)",
     r"(?P<comment>\{[^}]*\}|\(\*[\s\S]*?\*\)|//[^\n]*)",
     r"(?P<malformed>[0-9]+(?:\.[0-9]*)?[eE](?![+-]?[0-9])[+-]?|[0-9]+\.(?![0-9.])(?:[eE][+-]?[0-9]+)?)",
     r"(?P<FLOAT>[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)",
@@ -63,38 +65,33 @@ def _tokens(text: str):
     line, line_start = 1, 0
     names: dict[str, str] = {}
     for match in _TOKEN.finditer(text):
-        kind = match.lastgroup
-        start = match.start(kind)
-        if start != match.start():  # blanks came first: count the line breaks among them
-            breaks = text.count("\n", match.start(), start)
-            if breaks:
-                line += breaks
-                line_start = text.rindex("\n", 0, start) + 1
-        value = match.group(kind)
-        if kind == "NAME":
+        group = match.lastgroup
+        value = match.group(group)
+        if group == "NAME":
             if value in KEYWORDS:
-                kind = value
+                yield value, value, line, match.start(group) - line_start + 1
             else:
-                value = names.setdefault(value, value)
-        elif kind == "punct":
-            kind = value
-        elif kind == "comment":
+                yield "NAME", names.setdefault(value, value), line, match.start(group) - line_start + 1
+        elif group == "punct":
+            yield value, value, line, match.start(group) - line_start + 1
+        elif group == "newline" or group == "comment":
             breaks = value.count("\n")
             if breaks:
                 line += breaks
-                line_start = start + value.rindex("\n") + 1
-            continue
-        elif kind == "malformed" or kind == "other":
+                line_start = match.start(group) + value.rindex("\n") + 1
+        elif group == "malformed" or group == "other":
             raise Fallback
-        yield kind, value, line, start - line_start + 1
-        if kind == "EOF":
-            return
+        else:
+            yield group, value, line, match.start(group) - line_start + 1
+            if group == "EOF":
+                return
 
 
-# Where each binary operator binds (mica.lark's expression rules).
-_SUM_OPS = frozenset("+-")
-_PRODUCT_OPS = frozenset(["*", "/", "div", "mod"])
-_COMPARE_OPS = frozenset(["<=", ">=", "<>", "<", ">", "="])
+# mica.lark's expression rules, loosest first, and the binary operators of each.
+OR, AND, NOT, COMPARISON, SUM, PRODUCT, UNARY = range(1, 8)
+_BINDING = {"or": OR, "and": AND, "=": COMPARISON, "<>": COMPARISON, "<": COMPARISON, "<=": COMPARISON,
+            ">": COMPARISON, ">=": COMPARISON, "+": SUM, "-": SUM, "*": PRODUCT, "/": PRODUCT, "div": PRODUCT,
+            "mod": PRODUCT}
 _ATOM_STARTS = frozenset(["INT", "FLOAT", "STRING", "true", "false", "NAME", "(", "["])
 _SECTION_STARTS = frozenset(["const", "type", "var"])
 
@@ -456,55 +453,32 @@ class Parser:
         self.height = max(tallest, self.height) + 1
         return ast.For(line, col, ast.Name(name_line, name_col, name), start, stop, downward, body)
 
-    # -- expressions, loosest binding first
+    # -- expressions
 
-    def expr(self):
-        left = self.and_expr()
-        while self.kind == "or":
-            left = self.binary(left, self.and_expr)
-        return left
-
-    def and_expr(self):
-        left = self.not_expr()
-        while self.kind == "and":
-            left = self.binary(left, self.not_expr)
-        return left
-
-    def not_expr(self):
-        if self.kind != "not":
-            return self.comparison()
-        line, col = self.line, self.col
-        self.advance()
-        operand = self.not_expr()
-        self.height += 1
-        return ast.Unary(line, col, "not", operand)
-
-    def comparison(self):
-        left = self.sum()
-        if self.kind in _COMPARE_OPS:
-            return self.binary(left, self.sum)
-        return left
-
-    def sum(self):
-        left = self.product()
-        while self.kind in _SUM_OPS:
-            left = self.binary(left, self.product)
-        return left
-
-    def product(self):
-        left = self.unary()
-        while self.kind in _PRODUCT_OPS:
-            left = self.binary(left, self.unary)
-        return left
-
-    def binary(self, left, right_operand):
-        """`left op right`, the operator current: right_operand parses the right side."""
-        tallest = self.height
-        op, line, col = self.value, self.line, self.col
-        self.advance()
-        right = right_operand()
-        self.height = max(tallest, self.height) + 1
-        return ast.Binary(line, col, op, left, right)
+    def expr(self, level: int = OR):
+        """An expression of mica.lark's rule at `level` (expr, and_expr, not_expr,
+        comparison, sum, product): its operators bind at least that tightly. Each
+        operand left of an operator is a rule of its own; an operator extends it
+        when it binds no more tightly than that rule (comparisons do not chain)."""
+        if self.kind == "not" and level <= NOT:
+            line, col = self.line, self.col
+            self.advance()
+            operand = self.expr(NOT)
+            self.height += 1
+            left, rule = ast.Unary(line, col, "not", operand), NOT
+        else:
+            left, rule = self.unary(), UNARY
+        while True:
+            op = self.kind
+            binding = _BINDING.get(op, 0)
+            if binding < level or binding > rule or binding == rule == COMPARISON:
+                return left
+            tallest = self.height
+            line, col = self.line, self.col
+            self.advance()
+            right = self.expr(binding + 1)
+            self.height = max(tallest, self.height) + 1
+            left, rule = ast.Binary(line, col, op, left, right), binding
 
     def unary(self):
         kind = self.kind

@@ -1,10 +1,9 @@
-"""Parser: Mica source text -> ast.Program.
+"""The reference parser: lark's LALR parser over mica.lark, which explains what is wrong.
 
-A valid program is parsed by descent.py's hand-written parser. Where that one
-gives up, lark parses the program again with mica.lark (LALR), calling the
-Builder below as it reduces each rule to build the same dataclasses of ast.py,
-and says what is wrong: lexical and syntax errors become numbered diagnostics
-(1xxx, 2xxx). No later stage sees lark.
+A valid program is parsed by descent.py; where that one gives up, this parses
+the program again, calling the Builder below as it reduces each rule to build
+the same dataclasses of ast.py, and turns what lark finds into numbered
+diagnostics: lexical errors 1xxx, syntax errors 2xxx. No later stage sees lark.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ import lark
 from lark import Token
 
 from ..diagnostics import ELLIPSIS, Pos, Reporter, SourceFile
-from . import ast, descent
+from . import ast
 from .descent import INT64_MAX, KEYWORDS, MAX_NESTING
 
 
@@ -39,13 +38,6 @@ def _lark() -> lark.Lark:
 
 
 def parse(source: SourceFile) -> ast.Program:
-    try:
-        return descent.parse(source.text)
-    except (descent.Fallback, RecursionError):
-        return parse_with_lark(source)
-
-
-def parse_with_lark(source: SourceFile) -> ast.Program:
     """The program's tree, or the CompileError that says what is wrong with it."""
     reporter = Reporter(source)
     parser, builder = _parser()
