@@ -114,7 +114,8 @@ CASES = {
     "routines": program("", "procedure P(); begin end;\nfunction F(address a, b : integer; c : string) : integer;\n"
                             "const K : integer = 2; var z : integer; begin result := a end;\n"),
     "most negative integer": program("x := -9223372036854775808; y := -(9223372036854775808); z := - -1"),
-    "literals": program("x := [[1.5, 2e3], [0.25e-2, 007]]; s := 'it''s'; b := true and not false"),
+    "literals": program("x := [[1.5, 2e3], [0.25e-2, 007]]; s := 'it''s'; b := true and not false; "
+                        "n := 0000000000000000000000000042; m := 9223372036854775807"),
     "postfix chains": program("a.b[1, 2].c(3)(address d.e[f], g : 4 : h); (x)[0] := 1; [1][0]"),
     "precedence": program("x := -a * b div c mod d + e - f <= g or h and i = j; y := not a = b and not not c or d"),
     "comparisons between others": program("x := a = b and c = d; y := -a < -b; z := not (a < b) = c"),

@@ -472,8 +472,7 @@ class Analyzer:
             self.stmt(s)
 
     def stmt(self, s: ast.Stmt) -> None:
-        method = getattr(self, "stmt_" + type(s).__name__)
-        method(s)
+        _STMT_CHECKS[s.__class__](self, s)
 
     def stmt_Empty(self, s):
         pass
@@ -647,8 +646,10 @@ class Analyzer:
     # ============================================================ expressions
 
     def expr(self, e: ast.Expr, expected: Type | None = None, statement: bool = False) -> Type:
-        method = getattr(self, "expr_" + type(e).__name__)
-        t = method(e, expected) if not isinstance(e, ast.Call) else self.expr_Call(e, expected, statement)
+        if e.__class__ is ast.Call:
+            t = self.expr_Call(e, expected, statement)
+        else:
+            t = _EXPR_CHECKS[e.__class__](self, e, expected)
         e.ty = t
         return t
 
@@ -1224,6 +1225,10 @@ def to_float32(x: float) -> float:
     except OverflowError:  # struct rounds as a C cast does, and refuses what rounds to infinity
         return math.copysign(math.inf, x)
 
+
+# The method that checks each kind of node: stmt_If checks an ast.If.
+_STMT_CHECKS = {getattr(ast, name[5:]): method for name, method in vars(Analyzer).items() if name.startswith("stmt_")}
+_EXPR_CHECKS = {getattr(ast, name[5:]): method for name, method in vars(Analyzer).items() if name.startswith("expr_")}
 
 _LOGICAL = frozenset(["and", "or"])
 _COMPARISONS = frozenset(["=", "<>", "<", "<=", ">", ">="])

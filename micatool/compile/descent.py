@@ -59,41 +59,12 @@ _TOKEN = re.compile("[ \t\r\f]*(?:" + "|".join([
 ]) + ")")
 
 
-def _tokens(text: str):
-    """(kind, text, line, column) of each token, the last one 'EOF'. A keyword's or
-    a punctuation mark's kind is its own text; equal names share one string."""
-    line, line_start = 1, 0
-    names: dict[str, str] = {}
-    for match in _TOKEN.finditer(text):
-        group = match.lastgroup
-        value = match.group(group)
-        if group == "NAME":
-            if value in KEYWORDS:
-                yield value, value, line, match.start(group) - line_start + 1
-            else:
-                yield "NAME", names.setdefault(value, value), line, match.start(group) - line_start + 1
-        elif group == "punct":
-            yield value, value, line, match.start(group) - line_start + 1
-        elif group == "newline" or group == "comment":
-            breaks = value.count("\n")
-            if breaks:
-                line += breaks
-                line_start = match.start(group) + value.rindex("\n") + 1
-        elif group == "malformed" or group == "other":
-            raise Fallback
-        else:
-            yield group, value, line, match.start(group) - line_start + 1
-            if group == "EOF":
-                return
-
-
 # mica.lark's expression rules, loosest first, and the binary operators of each.
 OR, AND, NOT, COMPARISON, SUM, PRODUCT, UNARY = range(1, 8)
 _BINDING = {"or": OR, "and": AND, "=": COMPARISON, "<>": COMPARISON, "<": COMPARISON, "<=": COMPARISON,
             ">": COMPARISON, ">=": COMPARISON, "+": SUM, "-": SUM, "*": PRODUCT, "/": PRODUCT, "div": PRODUCT,
             "mod": PRODUCT}
 _ATOM_STARTS = frozenset(["INT", "FLOAT", "STRING", "true", "false", "NAME", "(", "["])
-_SECTION_STARTS = frozenset(["const", "type", "var"])
 
 
 def parse(text: str) -> ast.Program:
@@ -103,27 +74,55 @@ def parse(text: str) -> ast.Program:
 
 class Parser:
     def __init__(self, text: str):
-        self._next_token = _tokens(text).__next__
-        self.kind, self.value, self.line, self.col = self._next_token()
+        self._scan = _TOKEN.scanner(text).match
+        self.line, self._line_start = 1, 0
+        self._names: dict[str, str] = {}  # equal names share one string
+        self.advance()
         self.height = 0
         self.too_large: list[ast.IntLit] = []  # 2**63: fine only as -9223372036854775808
 
     # -- tokens
 
     def advance(self) -> None:
-        self.kind, self.value, self.line, self.col = self._next_token()
+        """On to the next token: its kind (a keyword's or a punctuation mark's is its
+        own text), its text, and the line and column it starts at. Never past 'EOF'."""
+        while True:
+            match = self._scan()
+            group = match.lastgroup
+            value = match.group(group)
+            if group == "NAME":
+                if value in KEYWORDS:
+                    self.kind = value
+                else:
+                    self.kind = "NAME"
+                    value = self._names.setdefault(value, value)
+            elif group == "punct":
+                self.kind = value
+            elif group == "newline" or group == "comment":
+                breaks = value.count("\n")
+                if breaks:
+                    self.line += breaks
+                    self._line_start = match.start(group) + value.rindex("\n") + 1
+                continue
+            elif group == "malformed" or group == "other":
+                raise Fallback
+            else:
+                self.kind = group
+            self.value = value
+            self.col = match.start(group) - self._line_start + 1
+            return
 
     def expect(self, kind: str) -> None:
         if self.kind != kind:
             raise Fallback
-        self.kind, self.value, self.line, self.col = self._next_token()
+        self.advance()
 
     def take(self, kind: str) -> tuple[str, int, int]:
         """The current token's text, line and column; it must be of `kind`."""
         if self.kind != kind:
             raise Fallback
         taken = self.value, self.line, self.col
-        self.kind, self.value, self.line, self.col = self._next_token()
+        self.advance()
         return taken
 
     # -- program and declarations
@@ -556,10 +555,12 @@ class Parser:
         return node
 
     def int_lit(self) -> ast.IntLit:
-        digits = self.value.lstrip("0") or "0"
-        if len(digits) > 19:  # int() refuses more than 4300 digits; lark's parse says 1004
-            raise Fallback
-        value = int(digits)
+        text = self.value
+        if len(text) > 19:  # int() refuses more than 4300 digits; lark's parse says 1004
+            text = text.lstrip("0") or "0"
+            if len(text) > 19:
+                raise Fallback
+        value = int(text)
         literal = ast.IntLit(self.line, self.col, value)
         if value > INT64_MAX:
             if value != INT64_MAX + 1:

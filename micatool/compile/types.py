@@ -7,7 +7,7 @@ is the text diagnostics quote ('tracked matrix[2, 2] of float64').
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Union
 
 Dim = Union[int, str]
@@ -17,21 +17,27 @@ class Type:
     pass
 
 
+INTEGER_RANGES = {
+    "integer": (-(2**63), 2**63 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int8": (-128, 127),
+    "uint8": (0, 255),
+}
+
+
 @dataclass(frozen=True)
 class Scalar(Type):
     name: str
+    # What the name says, worked out once: the analyzer asks for every operand.
+    is_integer: bool = field(init=False, compare=False, repr=False)
+    is_float: bool = field(init=False, compare=False, repr=False)
+    is_numeric: bool = field(init=False, compare=False, repr=False)
 
-    @property
-    def is_integer(self) -> bool:
-        return self.name in INTEGER_RANGES
-
-    @property
-    def is_float(self) -> bool:
-        return self.name in ("float32", "float64")
-
-    @property
-    def is_numeric(self) -> bool:
-        return self.is_integer or self.is_float
+    def __post_init__(self):
+        integer, float_ = self.name in INTEGER_RANGES, self.name in ("float32", "float64")
+        object.__setattr__(self, "is_integer", integer)
+        object.__setattr__(self, "is_float", float_)
+        object.__setattr__(self, "is_numeric", integer or float_)
 
     def __str__(self) -> str:
         return self.name
@@ -45,13 +51,6 @@ FLOAT32 = Scalar("float32")
 FLOAT64 = Scalar("float64")
 BOOLEAN = Scalar("boolean")
 STRING = Scalar("string")
-
-INTEGER_RANGES = {
-    "integer": (-(2**63), 2**63 - 1),
-    "int32": (-(2**31), 2**31 - 1),
-    "int8": (-128, 127),
-    "uint8": (0, 255),
-}
 
 SCALARS = {t.name: t for t in (INTEGER, INT32, INT8, UINT8, FLOAT32, FLOAT64, BOOLEAN, STRING)}
 SCALARS["int64"] = INTEGER
