@@ -15,7 +15,8 @@ import struct
 from dataclasses import dataclass, field, fields
 
 from ..diagnostics import Pos, Reporter, SourceFile
-from . import ast, builtins, residency, shapes, vocabulary  # noqa: F401  (vocabulary registers its checkers)
+from . import ast, ops, residency, shapes
+from .ops.conversions import check_conversion
 from .symbols import (
     BuiltinSymbol,
     ConstSymbol,
@@ -77,7 +78,7 @@ def _predeclared() -> Scope:
     scope = Scope()
     for name, t in SCALARS.items():
         scope.define(TypeSymbol(name, Pos(0, 0), t))
-    for name in builtins.CHECKERS:
+    for name in ops.OPS:
         if ":" not in name:  # 'Max:reduce' is an overload, reached through Max
             scope.define(BuiltinSymbol(name, Pos(0, 0)))
     scope.define(ConstSymbol("MaxInt", Pos(0, 0), INTEGER, 2**63 - 1))
@@ -1058,17 +1059,29 @@ class Analyzer:
                 self.expr(arg.value if isinstance(arg, ast.FormatArg) else arg)
             return self.error(e.callee, 3001, f"unknown name '{name}'" + self.suggest(name))
         if isinstance(symbol, BuiltinSymbol):
-            t = builtins.CHECKERS[name](self, e, expected)
+            t = self.builtin_call(e, ops.OPS[name], expected)
         elif isinstance(symbol, RoutineSymbol):
             t = self.routine_call(e, symbol)
         elif isinstance(symbol, TypeSymbol):
-            t = builtins.conversion(self, e, symbol.type)
+            t = check_conversion(self, e, symbol.type)
         else:
             for arg in e.args:
                 self.expr(arg)
             return self.error(e.callee, 4025, f"'{name}' is not a procedure or function")
         if t is VOID and not statement:
             return self.error(e, 4026, f"'{name}' is a procedure and gives no value")
+        return t
+
+    def builtin_call(self, e: ast.Call, op: ops.Op, expected) -> Type:
+        """The op's own check, then the rule the registry keeps for every op: one the GPU
+        does not run takes no GPU operand (7005), so no call passes here that cannot lower."""
+        reported = len(self.reporter.diagnostics)
+        t = op.check(self, e, expected)
+        if op.device is None and len(self.reporter.diagnostics) == reported:  # the op's own refusal comes first
+            for arg in e.args:
+                place = arg.place if isinstance(arg, ast.AddressArg) else arg
+                if place.ty is not None and not residency.needs_host(self, f"'{op.name}'", place, place.ty):
+                    return ERROR
         return t
 
     def routine_call(self, e: ast.Call, routine: RoutineSymbol) -> Type:

@@ -21,7 +21,7 @@ from importlib import resources
 import jinja2
 
 from .. import __version__
-from . import ast, lower_vocabulary  # noqa: F401  (lower_vocabulary registers its lowerers)
+from . import ast
 from .analyzer import Analysis, is_dynamic_row
 from .ctypes import SUFFIX, CTypes, c_name
 from .cvalue import CValue

@@ -1,9 +1,10 @@
 """Device lowering: operations on GPU values become kernel launches.
 
 A device value is a `mica_dev` (its storage's device address and size). An
-operation with a device operand lowers here instead of to a host kernel: a
-fresh device temporary for the result, and one `mica_gpu_launch` of the
-kernel that mirrors the host kernel (micatool.link.ptx lists each kernel's
+operator with a device operand lowers here instead of to a host kernel (and a
+vocabulary call through its op's device lowering, ops/): a fresh device
+temporary for the result, and one `mica_gpu_launch` of the kernel that
+mirrors the host kernel (micatool.link.ptx lists each kernel's
 parameters and thread count). The kernels a program launches are the only
 ones its binary embeds.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from . import ast
 from .ctypes import SUFFIX
-from .cvalue import CValue, dtype_of
+from .cvalue import CValue
 from .types import INTEGER, Scalar, Tensor, Type, element_of, plain
 
 SIGNATURE = {"ptr": "p", "int": "i", "flag": "u"}
@@ -178,90 +179,7 @@ class DeviceLowering:
                     a=self.device_data(operand, e.pos.line), n=count(t))
         return out
 
-    # ============================================================ the vocabulary on the device
-
-    def device_call(self, call: ast.Call) -> CValue:
-        name = call.callee.ident
-        if name in ("ToDevice", "ToHost"):
-            return self.to_device(call) if name == "ToDevice" else self.to_host(call)
-        handler = getattr(self, "device_" + name.lower(), None)
-        if handler is None:
-            from ..diagnostics import InternalError
-
-            raise InternalError(f"no device lowering for {name}")
-        return handler(call)
-
-    def device_elementwise(self, call: ast.Call) -> CValue:
-        t = plain(self.concrete(call.ty))
-        x = self.untracked(self.value(call.args[0]))
-        out = self.device_temp(t, call.pos.line)
-        kernel = f"mica_each_{call.callee.ident.lower()}_{SUFFIX[element_of(t)]}"
-        self.launch(kernel, call.pos.line, out=f"{out.text}.ptr", x=self.device_data(x, call.pos.line), n=count(t))
-        return out
-
-    device_tanh = device_exp = device_log = device_sqrt = device_relu = device_elementwise
-    device_gelu = device_silu = device_sigmoid = device_abs = device_elementwise
-
-    def device_reduce(self, call: ast.Call) -> CValue:
-        t = plain(self.concrete(call.ty))
-        x = self.untracked(self.value(call.args[0]))
-        out = self.device_temp(t, call.pos.line)
-        name = call.callee.ident.lower()
-        extra = {"where": 0} if name == "max" else {}  # Max's position matters only to its backward
-        self.launch(f"mica_{name}_{SUFFIX[element_of(t)]}", call.pos.line, out=f"{out.text}.ptr",
-                    x=self.device_data(x, call.pos.line), n=count(x.type), **extra)
-        return out
-
-    device_sum = device_mean = device_max = device_reduce
-
-    def device_rows(self, call: ast.Call) -> CValue:
-        """Softmax, LayerNorm and RmsNorm: one thread per row."""
-        t = plain(self.concrete(call.ty))
-        s, line = SUFFIX[t.element], call.pos.line
-        args = [self.untracked(self.value(a)) for a in call.args]
-        cols = t.shape[-1]
-        out = self.device_temp(t, line)
-        data = [self.device_data(a, line) for a in args]
-        name = call.callee.ident.lower()
-        kwargs = {"out": f"{out.text}.ptr", "x": data[0], "rows": t.count // cols, "cols": cols}
-        if name == "layernorm":
-            kwargs.update(mean=0, rstd=0, gain=data[1], bias=data[2])
-        elif name == "rmsnorm":
-            kwargs.update(rstd=0, gain=data[1])
-        self.launch(f"mica_{name}_rows_{s}", line, **kwargs)
-        return out
-
-    device_softmax = device_layernorm = device_rmsnorm = device_rows
-
-    def device_causalmask(self, call: ast.Call) -> CValue:
-        t = plain(self.concrete(call.ty))
-        x = self.untracked(self.value(call.args[0]))
-        out = self.device_temp(t, call.pos.line)
-        rows, cols = t.shape[-2:]
-        self.launch(f"mica_causal_mask_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
-                    x=self.device_data(x, call.pos.line), batch=t.count // (rows * cols), rows=rows, cols=cols)
-        return out
-
-    def device_transpose(self, call: ast.Call) -> CValue:
-        t = plain(self.concrete(call.ty))
-        x = self.untracked(self.value(call.args[0]))
-        rows, cols = plain(x.type).shape[-2:]
-        out = self.device_temp(t, call.pos.line)
-        self.launch(f"mica_transpose_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
-                    a=self.device_data(x, call.pos.line), batch=t.count // (rows * cols), rows=rows, cols=cols)
-        return out
-
-    def device_mul(self, call: ast.Call) -> CValue:
-        t = plain(self.concrete(call.ty))
-        a, b = (self.untracked(self.value(x)) for x in call.args)
-        out = self.device_temp(t, call.pos.line)
-        self.launch(f"mica_mul_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
-                    a=self.device_data(a, call.pos.line), b=self.device_data(b, call.pos.line), n=t.count)
-        return out
-
-    def device_conversion(self, call: ast.Call, target: Type) -> CValue:
-        x = self.untracked(self.value(call.args[0]))
-        return self.device_as(x, plain(self.concrete(call.ty)).element, call.pos.line)
+    # ============================================================ conversions and stores
 
     def device_as(self, x: CValue, element: Scalar, line: int) -> CValue:
         """x with float elements of the given type, converted on the device when they differ."""
@@ -273,80 +191,6 @@ class DeviceLowering:
         self.launch(f"mica_convert_{SUFFIX[element]}_{SUFFIX[source]}", line, out=f"{out.text}.ptr",
                     a=self.device_data(x, line), n=count(t))
         return out
-
-    def device_sumrows(self, call: ast.Call) -> CValue:
-        t = plain(self.concrete(call.ty))
-        x = self.untracked(self.value(call.args[0]))
-        out = self.device_temp(t, call.pos.line)
-        cols = t.shape[0]
-        self.launch(f"mica_sum_rows_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
-                    x=self.device_data(x, call.pos.line), rows=count(x.type) // cols, cols=cols)
-        return out
-
-    def device_dot(self, call: ast.Call) -> CValue:
-        t = plain(self.concrete(call.ty))
-        a, b = (self.untracked(self.value(x)) for x in call.args)
-        out = self.device_temp(t, call.pos.line)
-        self.launch(f"mica_dot_{SUFFIX[element_of(t)]}", call.pos.line, out=f"{out.text}.ptr",
-                    a=self.device_data(a, call.pos.line), b=self.device_data(b, call.pos.line), n=count(a.type))
-        return out
-
-    def device_outer(self, call: ast.Call) -> CValue:
-        t = plain(self.concrete(call.ty))
-        a, b = (self.untracked(self.value(x)) for x in call.args)
-        out = self.device_temp(t, call.pos.line)
-        self.launch(f"mica_outer_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
-                    a=self.device_data(a, call.pos.line), b=self.device_data(b, call.pos.line), m=t.shape[0], n=t.shape[1])
-        return out
-
-    def device_crossentropy(self, call: ast.Call) -> CValue:
-        t = plain(self.concrete(call.ty))
-        logits = self.untracked(self.value(call.args[0]))
-        targets = self.device_ids(call.args[1], call.pos.line)
-        cols = plain(logits.type).shape[-1]
-        rows = count(logits.type) // cols
-        self.lowering.kernels.update({f"mica_cross_entropy_rows_{SUFFIX[element_of(t)]}", f"mica_mean_{SUFFIX[element_of(t)]}"})
-        out = self.declare(t)
-        self.line(f"mica_gpu_cross_entropy(&{out}, {dtype_of(t)}, {self.materialize(self.borrow(logits)).text}, "
-                  f"{targets}, {rows}, {cols}, {call.pos.line});")
-        return CValue(out, t, owned=True, lvalue=True)
-
-    def device_gather(self, call: ast.Call) -> CValue:
-        t = plain(self.concrete(call.ty))
-        table = self.untracked(self.value(call.args[0]))
-        ids = self.device_ids(call.args[1], call.pos.line)
-        rows, cols = plain(table.type).shape
-        self.lowering.kernels.add(f"mica_gather_{SUFFIX[t.element]}")
-        out = self.declare(t)
-        self.line(f"mica_gpu_gather(&{out}, {dtype_of(t)}, {self.materialize(self.borrow(table)).text}, "
-                  f"{ids}, {count(self.concrete(call.args[1].ty))}, {rows}, {cols}, {call.pos.line});")
-        return CValue(out, t, owned=True, lvalue=True)
-
-    def device_conv2d(self, call: ast.Call) -> CValue:
-        t = plain(self.concrete(call.ty))
-        x, k = (self.untracked(self.value(a)) for a in call.args)
-        xt, kt = plain(x.type), plain(k.type)
-        out = self.device_temp(t, call.pos.line)
-        self.launch(f"mica_conv2d_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
-                    x=self.device_data(x, call.pos.line), k=self.device_data(k, call.pos.line),
-                    batch=xt.shape[0] if xt.rank == 4 else 1, cin=xt.shape[-3], h=xt.shape[-2], w=xt.shape[-1],
-                    cout=kt.shape[0], kh=kt.shape[2], kw=kt.shape[3])
-        return out
-
-    def device_pool(self, call: ast.Call) -> CValue:
-        t = plain(self.concrete(call.ty))
-        x = self.untracked(self.value(call.args[0]))
-        xt = plain(x.type)
-        h, w = xt.shape[-2:]
-        out = self.device_temp(t, call.pos.line)
-        name = call.callee.ident.lower()
-        extra = {"where": 0} if name == "maxpool2d" else {}
-        self.launch(f"mica_{name}_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
-                    x=self.device_data(x, call.pos.line), planes=xt.count // (h * w), h=h, w=w,
-                    size=call.args[1].folded, **extra)
-        return out
-
-    device_maxpool2d = device_avgpool2d = device_pool
 
     def device_store(self, target: CValue, value: CValue, line: int) -> None:
         if value.owned:

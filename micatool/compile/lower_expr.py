@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..diagnostics import InternalError
-from . import ast
+from . import ast, ops
 from .ctypes import SUFFIX, c_name
 from .cvalue import CValue, dtype_of
 from .lower_device import uses_device
+from .ops.conversions import device_conversion, lower_conversion
 from .symbols import ConstSymbol, RoutineSymbol, ShapeVarSymbol, TypeSymbol, VarSymbol
 from .types import (
     BOOLEAN,
@@ -450,22 +451,18 @@ class ExprLowering:
         return self.call(e)
 
     def call(self, e: ast.Call) -> CValue:
-        from .lower_builtins import LOWERERS, lower_conversion
-
         target = e.target
         if isinstance(target, RoutineSymbol):
             return self.routine_call(e, target)
         records = self.in_window and isinstance(self.concrete(e.ty), Tracked)
         if isinstance(target, TypeSymbol):
             if uses_device(e) and not records:
-                return self.device_conversion(e, target.type)
-            return lower_conversion(self, e, target.type)
-        if uses_device(e) and not records and e.callee.ident not in DEVICE_AWARE:
-            return self.device_call(e)
-        name = e.callee.ident
-        if name not in LOWERERS:
-            raise InternalError(f"no lowering for builtin {name}")
-        return LOWERERS[name](self, e)
+                return device_conversion(self, e)
+            return lower_conversion(self, e)
+        op = ops.OPS[e.callee.ident]
+        if uses_device(e) and not records:
+            return op.device(self, e)  # the analyzer admits GPU operands only where there is one
+        return op.lower(self, e)
 
     def routine_call(self, e: ast.Call, routine: RoutineSymbol) -> CValue:
         binding = {k: (self.binding[v] if isinstance(v, str) else v) for k, v in (e.binding or {}).items()}
@@ -522,9 +519,6 @@ class ExprLowering:
 
 
 # builtins whose own lowering handles device operands (they lend places or pass values through)
-DEVICE_AWARE = {"AdamStep", "SgdStep", "Backward", "Gradient"}
-
-
 def _root(e: ast.Expr):
     """The variable a place expression starts from."""
     while isinstance(e, ast.Field | ast.Index):

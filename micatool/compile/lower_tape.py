@@ -9,40 +9,18 @@ Outside windows tracked places are plain values beside their tags.
 
 Tracked values on the GPU record on the device tape instead (mica_gt_*,
 runtime_c/mica_gpu_tape.c): the same operations, whose nodes hold device
-buffers and launch the kernels listed in DEVICE_KERNELS, forward and backward.
+buffers and launch the kernels ops.TAPE lists for each record, forward and backward.
 """
 
 from __future__ import annotations
 
-from . import ast
+from . import ast, ops
 from .ctypes import SUFFIX
 from .cvalue import CValue, dims_literal, dtype_of
 from ..diagnostics import InternalError
 from .lower_device import device_type
 from .symbols import VarSymbol
 from .types import Array, Scalar, Tensor, Tracked, Type, plain
-
-# The kernels each device-tape operation launches, forward and backward (ptx/).
-DEVICE_KERNELS = {
-    "add": ["mica_add", "mica_accumulate"], "sub": ["mica_sub", "mica_accumulate", "mica_deduct"],
-    "mul": ["mica_mul", "mica_mul_back"], "div": ["mica_div", "mica_div_back_a", "mica_div_back_b"],
-    "add_rows": ["mica_add_rows", "mica_accumulate", "mica_sum_rows"],
-    "sub_rows": ["mica_sub_rows", "mica_accumulate", "mica_deduct", "mica_sum_rows"],
-    "scale": ["mica_scale", "mica_scale_back"], "divide": ["mica_divide", "mica_divide_back"],
-    "shift": ["mica_shift", "mica_accumulate"], "neg": ["mica_neg", "mica_deduct"],
-    "matmul": ["mica_gemm"], "bmm": ["mica_gemm"], "transpose": ["mica_transpose", "mica_transpose_back"],
-    "sum": ["mica_sum", "mica_sum_back"], "mean": ["mica_mean", "mica_mean_back"], "max": ["mica_max", "mica_max_back"],
-    "sum_rows": ["mica_sum_rows", "mica_sum_rows_back"], "softmax": ["mica_softmax_rows", "mica_softmax_back_rows"],
-    "causal_mask": ["mica_causal_mask", "mica_causal_mask_back"],
-    "layernorm": ["mica_layernorm_rows", "mica_layernorm_params_back", "mica_layernorm_back_rows"],
-    "rmsnorm": ["mica_rmsnorm_rows", "mica_rmsnorm_gain_back", "mica_rmsnorm_back_rows"],
-    "cross_entropy": ["mica_cross_entropy_rows", "mica_mean", "mica_cross_entropy_back_rows"],
-    "gather": ["mica_gather", "mica_gather_back"],
-}
-EACH = ("tanh", "exp", "log", "sqrt", "relu", "gelu", "silu", "sigmoid", "abs")
-for _name in EACH:
-    DEVICE_KERNELS[_name] = [f"mica_each_{_name}", f"mica_{_name}_back"]
-
 
 class TapeLowering:
     """Mixed into FunctionLowering: windows, nodes, Backward and Gradient."""
@@ -83,13 +61,14 @@ class TapeLowering:
         args = ", ".join(str(a) for a in args)
         if not device_type(t):
             return self.new_node(f"mica_t_{op}_{self.suffix(t)}({args})")
-        if op not in DEVICE_KERNELS:
+        if op not in ops.TAPE:
             raise InternalError(f"'{op}' has no kernels on the device tape")
-        s = self.suffix(t)
-        self.lowering.kernels.update(f"{k}_{s}" for k in DEVICE_KERNELS[op])
+        s, record = self.suffix(t), ops.TAPE[op]
+        self.lowering.kernels.update(f"mica_{k}_{s}" for k in record.kernels)
         line = line or self.line_now
-        if op in EACH:
-            return self.new_node(f'mica_gt_each("mica_each_{op}", "mica_{op}_back", {args}, {line})')
+        if record.each:
+            (forward,), (backward,) = record.forward, record.backward
+            return self.new_node(f'mica_gt_each("mica_{forward}", "mica_{backward}", {args}, {line})')
         return self.new_node(f"mica_gt_{op}({args}, {line})")
 
     def node(self, e: ast.Expr, dtype: str | None = None) -> str:

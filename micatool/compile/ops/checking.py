@@ -1,0 +1,178 @@
+"""What the vocabulary's checkers share: argument counts, argument kinds, and the
+rules for tracked and device values.
+
+A checker takes the analyzer (through the few methods LANGUAGE.md's checks need:
+expr, error, address_arg, place, note_tracked_op, note_tape_loss), the call and
+the type the context expects, and gives the call's type or ERROR once it has
+said why.
+"""
+
+from __future__ import annotations
+
+from .. import ast, residency
+from ..types import ERROR, FLOAT64, INTEGER, STRING, ErrorType, Scalar, Tensor, Tracked, Type, is_tracked, plain
+
+
+def op_name(call: ast.Call) -> str:
+    return call.callee.ident
+
+
+def arity(a, call: ast.Call, *counts: int) -> bool:
+    if len(call.args) in counts:
+        return True
+    for arg in call.args:
+        a.expr(arg.place if isinstance(arg, ast.AddressArg) else arg)
+    wanted = " or ".join(str(c) for c in counts)
+    noun = "argument" if counts == (1,) else "arguments"
+    a.error(call, 4027, f"'{op_name(call)}' takes {wanted} {noun}, found {len(call.args)}")
+    return False
+
+
+def values(a, call: ast.Call) -> list[Type]:
+    return [a.expr(arg) for arg in call.args]
+
+
+def wrong(a, call: ast.Call, arg: ast.Expr, t: Type, wanted: str) -> Type:
+    number_wanted = not any(word in wanted for word in ("tensor", "vector", "matrix"))
+    if number_wanted and isinstance(plain(t), Tensor) and plain(t).rank == 0:  # a device scalar for a host number
+        residency.needs_host(a, f"'{op_name(call)}'", arg, t)
+        return ERROR
+    return a.error(arg, 4032, f"'{op_name(call)}' needs {wanted}, found '{t}'")
+
+
+def is_integer(t: Type) -> bool:
+    return isinstance(plain(t), Scalar) and plain(t).is_integer
+
+
+def is_number(t: Type) -> bool:
+    return isinstance(plain(t), Scalar) and plain(t).is_numeric
+
+
+def is_float(t: Type) -> bool:
+    return isinstance(plain(t), Scalar) and plain(t).is_float
+
+
+def plain_only(a, call: ast.Call, types: list[Type]) -> None:
+    """Inside a tape window, a builtin that does not record must not read tracked values."""
+    if a.tape_depth == 0:
+        return
+    for arg, t in zip(call.args, types):
+        if is_tracked(t):
+            a.error(arg, 5108, f"'{op_name(call)}' does not record on the tape, so its result would carry no gradient; "
+                               f"read '{t}' outside the window")
+
+
+def tensor_arg(a, call: ast.Call, arg: ast.Expr, t: Type, rank: int | None = None, dynamic_ok: bool = True) -> bool:
+    p = plain(t)
+    ok = isinstance(p, Tensor) and p.element.is_float and (rank is None or p.rank == rank) and \
+        (dynamic_ok or not p.is_dynamic) and p.rank != 0  # a device scalar is a scalar here, as on the host
+    if not ok:
+        shape = {1: "a float vector", 2: "a float matrix"}.get(rank, "a float tensor")
+        wrong(a, call, arg, t, shape + ("" if dynamic_ok else " with a static shape"))
+    return ok
+
+
+def tracked_if(result: Type, *inputs: Type) -> Type:
+    return Tracked(result) if any(is_tracked(t) for t in inputs) else result
+
+
+def static_if_tracked(a, call, arg, t) -> bool:
+    """A tracked value needs a static shape; so does anything it is combined with."""
+    if isinstance(plain(t), Tensor) and plain(t).is_dynamic:
+        a.error(arg, 5109, f"'{call.callee.ident}' of a dynamic tensor cannot join tracked values; give it a static shape")
+        return False
+    return True
+
+
+def mixes_dynamic_with_tracked(a, call, types) -> bool:
+    if any(is_tracked(t) for t in types):
+        return not all(static_if_tracked(a, call, arg, t) for arg, t in zip(call.args, types))
+    return False
+
+
+def records_on_gpu(a, call, result: Type) -> Type:
+    """Dot, Outer and the image verbs run on the GPU, but do not record there yet."""
+    if is_tracked(result) and residency.on_gpu(result):
+        return a.error(call, 7011, f"'{call.callee.ident}' does not record on the GPU's tape yet; compute it on the "
+                                   "host, or outside the window")
+    return result
+
+
+def last_dim(t: Type):
+    return t.shape[-1] if t.shape is not None else None
+
+
+def same_extent(x, y) -> bool:
+    return x is None or y is None or x == y
+
+
+def touch(a, *types: Type) -> None:
+    for t in types:
+        a.note_tracked_op(t)
+
+
+def host_only(a, call, pairs) -> bool:
+    """Operations the GPU does not run: their (argument, type) pairs must live on the host."""
+    return all(residency.needs_host(a, f"'{call.callee.ident}'", arg, t,
+                                   "work on a host copy and move it with ToDevice") for arg, t in pairs)
+
+
+def conformant(a, call, places: list[int], values_at: list[int]) -> Type:
+    """The arguments at `places` lend, those at `values_at` read, one float value type."""
+    first = None
+    types = {}
+    for i in places:
+        types[i] = a.address_arg(call.args[i], f"argument {i + 1} of {call.callee.ident}")
+    for i in values_at:
+        types[i] = a.expr(call.args[i])
+    if any(isinstance(t, ErrorType) for t in types.values()):
+        return ERROR
+    if not residency.check_together(a, call, f"'{call.callee.ident}'", [call.args[i] for i in sorted(types)],
+                                    [types[i] for i in sorted(types)]):
+        return ERROR
+    for i in sorted(types):
+        p = plain(types[i])
+        ok = isinstance(p, Scalar) and p.is_float or isinstance(p, Tensor) and p.element.is_float
+        if not ok:
+            return wrong(a, call, call.args[i], types[i], "a float scalar or float tensor")
+        if first is None:
+            first = p
+        elif p != first and not (isinstance(p, Tensor) and isinstance(first, Tensor) and p.element == first.element
+                                 and (p.is_dynamic or first.is_dynamic) and p.rank == first.rank):
+            return a.error(call.args[i], 6017, f"'{call.callee.ident}' needs one shape throughout: '{first}' and '{p}'")
+    plain_only(a, call, [types.get(i) for i in range(len(call.args))])
+    return first
+
+
+def number_args(a, call, indices: list[int], integer_first: bool = False) -> bool:
+    ok = True
+    for n, i in enumerate(indices):
+        t = a.expr(call.args[i])
+        if isinstance(t, ErrorType):
+            ok = False
+        elif integer_first and n == 0 and not is_integer(t):
+            wrong(a, call, call.args[i], t, "an integer step count")
+            ok = False
+        elif not is_number(t):
+            wrong(a, call, call.args[i], t, "numbers after the tensors")
+            ok = False
+    return ok
+
+
+def check_signature(params: list[Type], result: Type):
+    """The checker of a function whose arguments and result are plain scalars."""
+
+    def check(a, call, expected):
+        if not arity(a, call, len(params)):
+            return ERROR
+        types = values(a, call)
+        for arg, t, wanted in zip(call.args, types, params):
+            if isinstance(t, ErrorType):
+                return ERROR
+            if wanted == INTEGER and not is_integer(t) or wanted == STRING and plain(t) != STRING \
+                    or wanted == FLOAT64 and not is_number(t):
+                return wrong(a, call, arg, t, f"'{wanted}'")
+        plain_only(a, call, types)
+        return result
+
+    return check

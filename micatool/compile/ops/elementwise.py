@@ -1,0 +1,122 @@
+"""Elementwise functions of numbers and float tensors: Tanh, Exp, Log, Sqrt, Relu,
+Gelu, Silu, Sigmoid, Sin, Cos and Abs of floats, and Mul, the elementwise product
+of two tensors of one shape."""
+
+from __future__ import annotations
+
+from .. import ast, residency
+from ..ctypes import SUFFIX
+from ..cvalue import CValue, dtype_of
+from ..lower_device import count
+from ..types import ERROR, ErrorType, Scalar, Tensor, element_of, plain
+from . import TapeRecord, define
+from .checking import arity, mixes_dynamic_with_tracked, tensor_arg, touch, tracked_if, values
+from .lowering import args_of, extents, fresh_tensor, node_result, plain_arg, product, records
+
+# Each function's scalar form in the runtime (mica_math.c), suffixed _f32 or _f64.
+SCALAR_FUNCTIONS = {"Tanh": "mica_tanh", "Exp": "mica_exp", "Log": "mica_log", "Sqrt": "mica_sqrt",
+                    "Relu": "mica_relu", "Gelu": "mica_gelu", "Silu": "mica_silu", "Sigmoid": "mica_sigmoid",
+                    "Abs": "mica_abs", "Sin": "mica_sin", "Cos": "mica_cos"}
+
+
+def check_elementwise(a, call, expected):
+    if not arity(a, call, 1):
+        return ERROR
+    (t,) = values(a, call)
+    if isinstance(t, ErrorType):
+        return ERROR
+    p = plain(t)
+    if isinstance(p, Scalar) and p.is_integer:
+        return tracked_if(Scalar("float64"), t)
+    if isinstance(p, Scalar) and p.is_float or isinstance(p, Tensor) and p.rank == 0 and p.element.is_float:
+        touch(a, t)  # a number, on the host or the device
+        return t
+    if not tensor_arg(a, call, call.args[0], t):
+        return ERROR
+    touch(a, t)
+    return t
+
+
+def lower_elementwise(f, call: ast.Call) -> CValue:
+    name = call.callee.ident
+    kernel = name.lower()
+    t = plain(f.concrete(call.ty))
+    s = SUFFIX[element_of(t)]
+    if records(f, call):
+        return node_result(f, call, f.record(kernel, f.concrete(call.ty), [f.node(call.args[0], dtype_of(t))], call.pos.line))
+    if isinstance(t, Scalar):
+        x = plain_arg(f, call.args[0], t)
+        return CValue(f"{SCALAR_FUNCTIONS[name]}_{s}({x.text})", t)
+    x = plain_arg(f, call.args[0])
+    out = fresh_tensor(f, t, x, call.pos.line)
+    f.line(f"mica_each_{kernel}_{s}({out.text}.e, {f.data(x)}, {product(extents(f, x))});")
+    return out
+
+
+def device_elementwise(f, call: ast.Call) -> CValue:
+    t = plain(f.concrete(call.ty))
+    x = f.untracked(f.value(call.args[0]))
+    out = f.device_temp(t, call.pos.line)
+    kernel = f"mica_each_{call.callee.ident.lower()}_{SUFFIX[element_of(t)]}"
+    f.launch(kernel, call.pos.line, out=f"{out.text}.ptr", x=f.device_data(x, call.pos.line), n=count(t))
+    return out
+
+
+for _name in SCALAR_FUNCTIONS:
+    if _name != "Abs":  # Abs of an integer is a number's (numbers.py)
+        _kernel = _name.lower()
+        define(_name, check=check_elementwise, lower=lower_elementwise, device=device_elementwise,
+               kernels=[f"each_{_kernel}"], tape={_kernel: TapeRecord([f"each_{_kernel}"], [f"{_kernel}_back"], each=True)})
+
+
+def check_mul(a, call, expected):
+    """Mul(a, b): the elementwise product of two tensors of one shape."""
+    if not arity(a, call, 2):
+        return ERROR
+    left, right = values(a, call)
+    if isinstance(left, ErrorType) or isinstance(right, ErrorType):
+        return ERROR
+    if not (tensor_arg(a, call, call.args[0], left) and tensor_arg(a, call, call.args[1], right)):
+        return ERROR
+    if mixes_dynamic_with_tracked(a, call, [left, right]):
+        return ERROR
+    if not residency.check_together(a, call, "'Mul'", call.args, [left, right]):
+        return ERROR
+    lp, rp = plain(left), plain(right)
+    if lp.element != rp.element or lp.rank != rp.rank or (lp.shape and rp.shape and lp.shape != rp.shape):
+        return a.error(call, 6011, f"Mul needs two tensors of one shape, found '{left}' and '{right}'")
+    touch(a, left, right)
+    return tracked_if(lp if not rp.is_dynamic else rp, left, right)
+
+
+def plain_mul(f, call: ast.Call) -> CValue:
+    left, right = args_of(f, call)
+    t = plain(f.concrete(call.ty))
+    suffix = SUFFIX[t.element]
+    if t.is_dynamic:
+        a = f.borrow(f.convert(left, t, call.pos.line)).text
+        b = f.borrow(f.convert(right, t, call.pos.line)).text
+        return CValue(f"mica_dyn_mul_{suffix}({a}, {b}, {call.pos.line})", t, owned=True)
+    out = f.declare_uninitialized(t)
+    f.line(f"mica_mul_{suffix}({out}.e, {f.data(left)}, {f.data(right)}, {t.count});")
+    return CValue(out, t, lvalue=True)
+
+
+def lower_mul(f, call: ast.Call) -> CValue:
+    if records(f, call):
+        nodes = [f.node(arg) for arg in call.args]
+        return node_result(f, call, f.record("mul", f.concrete(call.ty), nodes, call.pos.line))
+    return plain_mul(f, call)
+
+
+def device_mul(f, call: ast.Call) -> CValue:
+    t = plain(f.concrete(call.ty))
+    a, b = (f.untracked(f.value(x)) for x in call.args)
+    out = f.device_temp(t, call.pos.line)
+    f.launch(f"mica_mul_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
+                a=f.device_data(a, call.pos.line), b=f.device_data(b, call.pos.line), n=t.count)
+    return out
+
+
+define("Mul", check=check_mul, lower=lower_mul, device=device_mul, kernels=["mul"],
+       tape={"mul": TapeRecord(["mul"], ["mul_back"])})

@@ -1,0 +1,84 @@
+"""What the vocabulary's lowerings share: extents as C expressions, result storage,
+and tape nodes.
+
+A lowering takes the function lowering (the emitter: f.line, f.value, f.declare,
+f.node, f.record, ...) and the call, and gives a CValue; a procedure's gives
+NOTHING, having emitted its C statement itself. Extents are C expressions:
+numbers for static shapes, `.rows`/`.cols` for dynamic ones.
+"""
+
+from __future__ import annotations
+
+from .. import ast
+from ..ctypes import SUFFIX
+from ..cvalue import CValue
+from ..types import BOOLEAN, STRING, Scalar, Tensor, Tracked, Type, plain
+
+NOTHING = CValue("", BOOLEAN)
+
+
+def records(f, call: ast.Call) -> bool:
+    """Does this call record on the tape (a tracked result inside a window)?"""
+    return f.in_window and isinstance(f.concrete(call.ty), Tracked)
+
+
+def extents(f, v: CValue) -> list[str]:
+    """Per-dimension extents of a tensor value, as C expressions."""
+    t = plain(v.type)
+    if not t.is_dynamic:
+        return [str(d) for d in t.shape]
+    v = f.borrow(v)
+    return [f"{v.text}.rows"] if t.rank == 1 else [f"{v.text}.rows", f"{v.text}.cols"]
+
+
+def product(items: list[str]) -> str:
+    if all(i.isdigit() for i in items):
+        n = 1
+        for i in items:
+            n *= int(i)
+        return str(n)
+    return " * ".join(f"({i})" for i in items) or "1"
+
+
+def rows_cols(f, v: CValue) -> tuple[str, str]:
+    """A tensor seen as rows of its last extent."""
+    e = extents(f, v)
+    return product(e[:-1]), e[-1]
+
+
+def fresh_tensor(f, t: Tensor, like: CValue | None, line: int, dims: list[str] | None = None) -> CValue:
+    """Storage for a result: a temporary struct, or a new dynamic tensor."""
+    if not t.is_dynamic:
+        return CValue(f.declare_uninitialized(t), t, lvalue=True)
+    e = dims if dims is not None else extents(f, like)
+    rows, cols = (e[0], "1") if len(e) == 1 else (e[0], e[1])
+    name = f.declare(t, f"mica_dyn_new_{SUFFIX[t.element]}({rows}, {cols}, {line})")
+    return CValue(name, t, owned=True, lvalue=True)
+
+
+def node_result(f, call: ast.Call, init: str) -> CValue:
+    return CValue(f.new_node(init), f.concrete(call.ty), node=True)
+
+
+def plain_arg(f, arg: ast.Expr, t: Type | None = None) -> CValue:
+    v = f.untracked(f.value(arg))
+    return f.convert(v, t, arg.pos.line) if t is not None else v
+
+
+def args_of(f, call: ast.Call) -> list[CValue]:
+    return [f.untracked(f.value(arg)) for arg in call.args]
+
+
+def borrowed_args(f, call: ast.Call) -> list[str]:
+    return [f.borrow(v).text if plain(v.type) == STRING or v.owned else v.text for v in args_of(f, call)]
+
+def storage(f, place: CValue) -> tuple[str, str]:
+    """Pointer to a lent float place's elements, and how many."""
+    t = plain(place.type)
+    if isinstance(t, Scalar):
+        return f"&{place.text}", "1"
+    return f"{place.text}.e", product(extents(f, place))
+
+
+def numbers(f, call: ast.Call, indices, t: Scalar) -> list[str]:
+    return [f.convert(f.value(call.args[i]), t, call.pos.line).text for i in indices]

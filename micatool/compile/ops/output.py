@@ -1,0 +1,82 @@
+"""Write and WriteLn: the program's standard output, with `:width:decimals` formats."""
+
+from __future__ import annotations
+
+from .. import ast, residency
+from ..ctypes import SUFFIX
+from ..cvalue import CValue
+from ..types import BOOLEAN, STRING, VOID, ErrorType, Scalar, Tensor, Type, plain
+from . import define
+from .checking import is_integer
+from .lowering import NOTHING
+
+
+def printable(t: Type) -> bool:
+    p = plain(t)
+    return (isinstance(p, Scalar)) or isinstance(p, Tensor)
+
+
+def check_write(a, call: ast.Call, expected) -> Type:
+    for arg in call.args:
+        if isinstance(arg, ast.FormatArg):
+            t = a.expr(arg.value)
+            arg.ty = t
+            for part in (arg.width, arg.decimals):
+                if part is not None:
+                    pt = a.expr(part)
+                    if not isinstance(pt, ErrorType) and not is_integer(pt):
+                        a.error(part, 4033, f"a width or decimal count must be an integer, found '{pt}'")
+            if isinstance(t, ErrorType):
+                continue
+            element = plain(t).element if isinstance(plain(t), Tensor) else plain(t)
+            if arg.decimals is not None and not (isinstance(element, Scalar) and element.is_float):
+                a.error(arg.decimals, 4034, f"decimals apply to floats; '{t}' takes only a width")
+        else:
+            if isinstance(arg, ast.AddressArg):
+                a.expr(arg.place)
+                a.error(arg, 5007, "Write prints values; remove 'address'")
+                continue
+            t = a.expr(arg)
+        if not isinstance(t, ErrorType) and residency.on_gpu(t):
+            a.error(arg, 7002, f"Write prints host values; {residency.describe(arg.value if isinstance(arg, ast.FormatArg) else arg)} "
+                               "lives on the GPU: print ToHost(...) of it")
+        elif not isinstance(t, ErrorType) and not printable(t):
+            a.error(arg, 4035, f"cannot print a value of type '{t}'; print its fields or elements")
+    return VOID
+
+
+def lower_write(f, call: ast.Call) -> CValue:
+    for arg in call.args:
+        width, decimals = "0", "-1"
+        if isinstance(arg, ast.FormatArg):
+            width = f.value(arg.width).text
+            if arg.decimals is not None:
+                decimals = f.value(arg.decimals).text
+            arg = arg.value
+        value = f.untracked(f.value(arg))
+        f.line(_write_statement(f, value, width, decimals) + ";")
+    if call.callee.ident == "WriteLn":
+        f.line("mica_writeln();")
+    return NOTHING
+
+
+def _write_statement(f, value: CValue, width: str, decimals: str) -> str:
+    t = plain(value.type)
+    if t == STRING:
+        return f"mica_write_str({f.borrow(value).text}, {width})"
+    if t == BOOLEAN:
+        return f"mica_write_bool({value.text}, {width})"
+    if isinstance(t, Scalar) and t.is_integer:
+        return f"mica_write_int({value.text}, {width})"
+    if isinstance(t, Scalar):
+        return f"mica_write_{SUFFIX[t]}({value.text}, {width}, {decimals})"
+    suffix = SUFFIX[t.element]
+    data, count = f.data(value), f.count(f.borrow(value))
+    if t.element.is_integer:
+        plural = {"i64": "ints"}.get(suffix, suffix + "s")
+        return f"mica_write_{plural}({data}, {count}, {width})"
+    return f"mica_write_{suffix}s({data}, {count}, {width}, {decimals})"
+
+
+define("Write", check=check_write, lower=lower_write)
+define("WriteLn", check=check_write, lower=lower_write)

@@ -1,0 +1,148 @@
+"""Products of vectors and matrices: Dot, Outer and Transpose. The `*` operator's
+matrix products lower with the operators (lower_expr.py, lower_device.py); their
+device-tape records are in operators.py."""
+
+from __future__ import annotations
+
+from .. import ast, residency
+from ..ctypes import SUFFIX
+from ..cvalue import CValue
+from ..lower_device import count
+from ..types import ERROR, ErrorType, Tensor, Tracked, element_of, is_tracked, plain
+from . import TapeRecord, define
+from .checking import (
+    arity,
+    last_dim,
+    mixes_dynamic_with_tracked,
+    records_on_gpu,
+    same_extent,
+    tensor_arg,
+    touch,
+    tracked_if,
+    values,
+    wrong,
+)
+from .lowering import args_of, extents, fresh_tensor, node_result, plain_arg, records
+
+
+def check_dot(a, call, expected):
+    if not arity(a, call, 2):
+        return ERROR
+    types = values(a, call)
+    if any(isinstance(t, ErrorType) for t in types):
+        return ERROR
+    for arg, t in zip(call.args, types):
+        if not tensor_arg(a, call, arg, t, 1):
+            return ERROR
+    left, right = (plain(t) for t in types)
+    if not residency.check_together(a, call, f"'{call.callee.ident}'", call.args, types):
+        return ERROR
+    if left.element != right.element:
+        return a.error(call, 4021, f"'{call.callee.ident}' needs one element type, found '{types[0]}' and '{types[1]}'")
+    if mixes_dynamic_with_tracked(a, call, types):
+        return ERROR
+    touch(a, *types)
+    if call.callee.ident == "Dot":
+        if not same_extent(last_dim(left), last_dim(right)):
+            return a.error(call, 6014, f"Dot needs vectors of one length, found '{types[0]}' and '{types[1]}'")
+        return records_on_gpu(a, call, tracked_if(residency.scalar_of(left), *types))
+    if left.is_dynamic or right.is_dynamic:
+        return Tensor(left.element, None, 2)
+    return records_on_gpu(a, call, tracked_if(left.with_shape((left.shape[0], right.shape[0])), *types))
+
+
+def lower_dot(f, call: ast.Call) -> CValue:
+    t = plain(f.concrete(call.ty))
+    s = SUFFIX[element_of(t)]
+    if records(f, call):
+        return node_result(f, call, f"mica_t_dot_{s}({f.node(call.args[0])}, {f.node(call.args[1])})")
+    a, b = plain_arg(f, call.args[0]), plain_arg(f, call.args[1])
+    n = extents(f, a)[0]
+    if plain(a.type).is_dynamic or plain(b.type).is_dynamic:
+        f.line(f'mica_check_shape({extents(f, b)[0]}, {n}, {call.pos.line}, "elements");')
+    return CValue(f"mica_dot_{s}({f.data(a)}, {f.data(b)}, {n})", t)
+
+
+def device_dot(f, call: ast.Call) -> CValue:
+    t = plain(f.concrete(call.ty))
+    a, b = (f.untracked(f.value(x)) for x in call.args)
+    out = f.device_temp(t, call.pos.line)
+    f.launch(f"mica_dot_{SUFFIX[element_of(t)]}", call.pos.line, out=f"{out.text}.ptr",
+                a=f.device_data(a, call.pos.line), b=f.device_data(b, call.pos.line), n=count(a.type))
+    return out
+
+
+define("Dot", check=check_dot, lower=lower_dot, device=device_dot, kernels=["dot"])
+
+
+def lower_outer(f, call: ast.Call) -> CValue:
+    t = plain(f.concrete(call.ty))
+    s = SUFFIX[t.element]
+    if records(f, call):
+        return node_result(f, call, f"mica_t_outer_{s}({f.node(call.args[0])}, {f.node(call.args[1])})")
+    a, b = plain_arg(f, call.args[0]), plain_arg(f, call.args[1])
+    m, n = extents(f, a)[0], extents(f, b)[0]
+    out = fresh_tensor(f, t, None, call.pos.line, [m, n])
+    f.line(f"mica_outer_{s}({out.text}.e, {f.data(a)}, {f.data(b)}, {m}, {n});")
+    return out
+
+
+def device_outer(f, call: ast.Call) -> CValue:
+    t = plain(f.concrete(call.ty))
+    a, b = (f.untracked(f.value(x)) for x in call.args)
+    out = f.device_temp(t, call.pos.line)
+    f.launch(f"mica_outer_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
+                a=f.device_data(a, call.pos.line), b=f.device_data(b, call.pos.line), m=t.shape[0], n=t.shape[1])
+    return out
+
+
+define("Outer", check=check_dot, lower=lower_outer, device=device_outer, kernels=["outer"])
+
+
+def check_transpose(a, call, expected):
+    if not arity(a, call, 1):
+        return ERROR
+    (t,) = values(a, call)
+    if isinstance(t, ErrorType) or not tensor_arg(a, call, call.args[0], t):
+        return ERROR
+    p = plain(t)
+    if p.rank < 2:
+        return wrong(a, call, call.args[0], t, "a matrix, or a tensor whose last two dimensions swap")
+    a.note_tracked_op(t)
+    if p.is_dynamic:
+        return Tensor(p.element, None, 2, p.on_gpu)
+    result = p.with_shape(p.shape[:-2] + (p.shape[-1], p.shape[-2]))
+    return Tracked(result) if is_tracked(t) else result
+
+
+def plain_transpose(f, call: ast.Call) -> CValue:
+    (v,) = args_of(f, call)
+    t = plain(f.concrete(call.ty))
+    suffix = SUFFIX[t.element]
+    if t.is_dynamic:
+        return CValue(f"mica_dyn_transpose_{suffix}({f.borrow(v).text}, {call.pos.line})", t, owned=True)
+    source = plain(v.type)
+    rows, cols = source.shape[-2:]
+    out = f.declare_uninitialized(t)
+    f.line(f"mica_transpose_{suffix}({out}.e, {f.data(v)}, {source.count // (rows * cols)}, {rows}, {cols});")
+    return CValue(out, t, lvalue=True)
+
+
+def lower_transpose(f, call: ast.Call) -> CValue:
+    if records(f, call):
+        return node_result(f, call, f.record("transpose", f.concrete(call.ty), [f.node(call.args[0])], call.pos.line))
+    return plain_transpose(f, call)
+
+
+def device_transpose(f, call: ast.Call) -> CValue:
+    t = plain(f.concrete(call.ty))
+    x = f.untracked(f.value(call.args[0]))
+    rows, cols = plain(x.type).shape[-2:]
+    out = f.device_temp(t, call.pos.line)
+    f.launch(f"mica_transpose_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
+                a=f.device_data(x, call.pos.line), batch=t.count // (rows * cols), rows=rows, cols=cols)
+    return out
+
+
+define("Transpose", check=check_transpose, lower=lower_transpose, device=device_transpose, kernels=["transpose"],
+       tape={"transpose": TapeRecord(["transpose"], ["transpose_back"])})

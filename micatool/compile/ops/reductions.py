@@ -1,0 +1,92 @@
+"""Reductions: Sum, Mean and Max of a tensor to one number, and SumRows, which adds
+the rows of a matrix (or of a tensor's last dimension) together."""
+
+from __future__ import annotations
+
+from .. import ast, residency
+from ..ctypes import SUFFIX
+from ..cvalue import CValue
+from ..lower_device import count
+from ..types import ERROR, ErrorType, Tensor, element_of, plain
+from . import TapeRecord, define
+from .checking import arity, tensor_arg, touch, tracked_if, values, wrong
+from .lowering import extents, fresh_tensor, node_result, plain_arg, product, records, rows_cols
+
+
+def check_reduce(a, call, expected):
+    if not arity(a, call, 1):
+        return ERROR
+    (t,) = values(a, call)
+    if isinstance(t, ErrorType) or not tensor_arg(a, call, call.args[0], t):
+        return ERROR
+    touch(a, t)
+    return tracked_if(residency.scalar_of(plain(t)), t)
+
+
+def lower_reduce(f, call: ast.Call) -> CValue:
+    kernel = call.callee.ident.lower()
+    t = plain(f.concrete(call.ty))
+    s = SUFFIX[element_of(t)]
+    if records(f, call):
+        return node_result(f, call, f.record(kernel, f.concrete(call.ty), [f.node(call.args[0])], call.pos.line))
+    x = plain_arg(f, call.args[0])
+    return CValue(f"mica_{kernel}_{s}({f.data(x)}, {product(extents(f, x))})", t)
+
+
+def device_reduce(f, call: ast.Call) -> CValue:
+    t = plain(f.concrete(call.ty))
+    x = f.untracked(f.value(call.args[0]))
+    out = f.device_temp(t, call.pos.line)
+    name = call.callee.ident.lower()
+    extra = {"where": 0} if name == "max" else {}  # Max's position matters only to its backward
+    f.launch(f"mica_{name}_{SUFFIX[element_of(t)]}", call.pos.line, out=f"{out.text}.ptr",
+                x=f.device_data(x, call.pos.line), n=count(x.type), **extra)
+    return out
+
+
+for _name in ("Sum", "Mean"):
+    define(_name, check=check_reduce, lower=lower_reduce, device=device_reduce, kernels=[_name.lower()],
+           tape={_name.lower(): TapeRecord([_name.lower()], [f"{_name.lower()}_back"])})
+# Max of one tensor; Max of two numbers is numbers.py's, which hands a tensor here.
+define("Max:reduce", check=check_reduce, lower=lower_reduce, device=device_reduce, kernels=["max"],
+       tape={"max": TapeRecord(["max"], ["max_back"])})
+
+
+def check_sum_rows(a, call, expected):
+    if not arity(a, call, 1):
+        return ERROR
+    (t,) = values(a, call)
+    if isinstance(t, ErrorType) or not tensor_arg(a, call, call.args[0], t):
+        return ERROR
+    p = plain(t)
+    if p.rank < 2:
+        return wrong(a, call, call.args[0], t, "a matrix (it adds the rows together)")
+    touch(a, t)
+    result = Tensor(p.element, None, 1) if p.is_dynamic else p.with_shape((p.shape[-1],))
+    return tracked_if(result, t)
+
+
+def lower_sum_rows(f, call: ast.Call) -> CValue:
+    t = plain(f.concrete(call.ty))
+    s = SUFFIX[t.element]
+    if records(f, call):
+        return node_result(f, call, f.record("sum_rows", f.concrete(call.ty), [f.node(call.args[0])], call.pos.line))
+    x = plain_arg(f, call.args[0])
+    rows, cols = rows_cols(f, x)
+    out = fresh_tensor(f, t, None, call.pos.line, [cols])
+    f.line(f"mica_sum_rows_{s}({out.text}.e, {f.data(x)}, {rows}, {cols});")
+    return out
+
+
+def device_sum_rows(f, call: ast.Call) -> CValue:
+    t = plain(f.concrete(call.ty))
+    x = f.untracked(f.value(call.args[0]))
+    out = f.device_temp(t, call.pos.line)
+    cols = t.shape[0]
+    f.launch(f"mica_sum_rows_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
+                x=f.device_data(x, call.pos.line), rows=count(x.type) // cols, cols=cols)
+    return out
+
+
+define("SumRows", check=check_sum_rows, lower=lower_sum_rows, device=device_sum_rows, kernels=["sum_rows"],
+       tape={"sum_rows": TapeRecord(["sum_rows"], ["sum_rows_back"])})
