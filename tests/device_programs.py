@@ -346,6 +346,44 @@ begin
 end.
 """
 
+# Images and vector products: Conv2d over one image and over a batch, both
+# poolings, Dot and Outer.
+IMAGES = """program Images;
+{ Conv2d, MaxPool2d, AvgPool2d, Dot and Outer }
+var
+    x : tensor[3, 8, 8] of FLOAT;
+    xb : tensor[2, 3, 8, 8] of FLOAT;
+    k : tensor[4, 3, 3, 3] of FLOAT;
+    a, b : vector[12] of FLOAT;
+    xd : tensor[3, 8, 8] of FLOAT on gpu;
+    xbd : tensor[2, 3, 8, 8] of FLOAT on gpu;
+    kd : tensor[4, 3, 3, 3] of FLOAT on gpu;
+    ad, bd : vector[12] of FLOAT on gpu;
+begin
+    Seed(5);
+    Normal(address x, 0.0, 1.0);
+    Normal(address xb, 0.0, 2.0);
+    Normal(address k, 0.0, 0.5);
+    Normal(address a, 1.0, 1.0);
+    Normal(address b, -1.0, 3.0);
+    xd := ToDevice(x);
+    xbd := ToDevice(xb);
+    kd := ToDevice(k);
+    ad := ToDevice(a);
+    bd := ToDevice(b);
+    WriteLn('conv ', ToHost(Conv2d(xd, kd)));
+    WriteLn('conv batch ', ToHost(Conv2d(xbd, kd)));
+    WriteLn('max pool ', ToHost(MaxPool2d(xd, 2)), ' ', ToHost(MaxPool2d(xbd, 4)));
+    WriteLn('avg pool ', ToHost(AvgPool2d(xd, 2)), ' ', ToHost(AvgPool2d(xbd, 4)));
+    WriteLn('pooled conv ', ToHost(MaxPool2d(Relu(Conv2d(xbd, kd)), 2)));
+    WriteLn('dot ', ToHost(Dot(ad, bd)), ' ', ToHost(Dot(ad, ad)));
+    WriteLn('outer ', ToHost(Outer(ad, bd)));
+    WriteLn('outer of sums ', ToHost(Outer(ad + bd, ad - bd)));
+    WriteLn('conv of pooled ', ToHost(Conv2d(AvgPool2d(xbd, 2), kd)));
+    WriteLn('dot of a row ', ToHost(Dot(ad - bd, bd)));
+end.
+"""
+
 ELEMENTWISE_KERNELS = {"add", "sub", "add_rows", "sub_rows", "scale", "divide", "shift", "rsub", "neg", "mul", "div",
                        "scale_at", "divide_at", "shift_at", "rsub_at", "each_tanh"}
 # Each program's kernels: `_FLOAT` is added to a name that has neither placeholder nor a type of its own.
@@ -355,6 +393,7 @@ PROGRAMS = {
     "numbers": (NUMBERS, {"accumulate", "add", "cross_entropy_rows", "gather", "gather_back", "mean", "scale", "scale_back",
                           "sum", "sum_back", "add_f32", "convert_f64_f32", "div_f32", "div_f64", "mul_f64", "scale_f32",
                           "scale_f64", "shift_f32", "sub_f64"}),
+    "images": (IMAGES, {"conv2d", "maxpool2d", "avgpool2d", "dot", "outer", "each_relu", "add", "sub"}),
     "functions": (FUNCTIONS, {f"each_{f}" for f in ("tanh", "exp", "log", "sqrt", "relu", "gelu", "silu", "sigmoid",
                                                     "abs")}
                   | {"sum", "mean", "max", "softmax_rows", "layernorm_rows", "rmsnorm_rows", "scale", "add_rows",

@@ -250,6 +250,8 @@ CASES = [
     unary("Silu"),
     unary("Sigmoid"),
     unary("Abs", "away"),
+    unary("Sin"),
+    unary("Cos"),
     # ------------------------------------------------ reductions
     Case("Sum", {"x": (M34, "normal")}, "Sum(x)"),
     Case("Mean", {"x": (M34, "normal")}, "Mean(x)"),
@@ -356,6 +358,8 @@ TOLERANCES = {  # id: (rtol, atol),  # measured max abs, max rel
     "Silu": (1e-08, 1e-09),  # 2.3e-11 2.8e-10
     "Sigmoid": (1e-08, 2e-09),  # 3.9e-11 3.5e-10
     "Abs": (1e-08, 5e-10),  # 9.9e-12 9.7e-11
+    "Sin": (1e-08, 5e-10),  # 1.4e-11 4.8e-11
+    "Cos": (1e-08, 1e-09),  # 3.9e-11 3.6e-10
     "Sum": (1e-08, 1e-10),  # 0.0e+00 0.0e+00
     "Mean": (1e-08, 1e-10),  # 2.4e-12 2.9e-11
     "Max": (1e-08, 1e-10),  # 0.0e+00 0.0e+00

@@ -4,8 +4,8 @@ An entry (Op) holds all the compiler knows of one operation, and the family
 module that defines it holds the code, side by side: how the analyzer checks a
 call (check), how the call lowers to C on the host (lower) and with GPU
 operands (device, None for an op the GPU does not run), the kernels its device
-form launches, and the device-tape records it makes with their forward and
-backward kernels. Kernels are named as in ptx/ without the mica_ prefix and the
+form launches, whether it records on the tape, and the device-tape records it
+makes with their forward and backward kernels. Kernels are named as in ptx/ without the mica_ prefix and the
 _f32/_f64 suffix. Every stage asks OPS by name; tests/test_ops.py walks it.
 
 Adding an op: write its checker, its lowering and (for the GPU) its device
@@ -42,6 +42,7 @@ class Op:
     device: Callable | None = None
     kernels: list[str] = field(default_factory=list)
     tape: dict[str, TapeRecord] = field(default_factory=dict)
+    records: bool = False  # inside a window its tracked result is a node of the tape, with a backward
 
 
 OPS: dict[str, Op] = {}
@@ -50,12 +51,12 @@ OPS: dict[str, Op] = {}
 TAPE: dict[str, TapeRecord] = {}
 
 
-def define(name: str, *, check, lower, device=None, kernels=(), tape=None) -> None:
+def define(name: str, *, check, lower, device=None, kernels=(), tape=None, records=False) -> None:
     """Enter one op. A name with a ':' is a form another entry hands its call to
     (Max of one tensor is 'Max:reduce'); no program can spell it."""
     if name in OPS:
         raise ValueError(f"{name} is defined twice")
-    OPS[name] = Op(name, check, lower, device, list(kernels), dict(tape or {}))
+    OPS[name] = Op(name, check, lower, device, list(kernels), dict(tape or {}), records)
     record_on_tape(tape or {})
 
 

@@ -65,7 +65,7 @@ def device_elementwise(f, call: ast.Call) -> CValue:
 for _name in SCALAR_FUNCTIONS:
     if _name != "Abs":  # Abs of an integer is a number's (numbers.py)
         _kernel = _name.lower()
-        define(_name, check=check_elementwise, lower=lower_elementwise, device=device_elementwise,
+        define(_name, records=True, check=check_elementwise, lower=lower_elementwise, device=device_elementwise,
                kernels=[f"each_{_kernel}"], tape={_kernel: TapeRecord([f"each_{_kernel}"], [f"{_kernel}_back"], each=True)})
 
 
@@ -118,5 +118,5 @@ def device_mul(f, call: ast.Call) -> CValue:
     return out
 
 
-define("Mul", check=check_mul, lower=lower_mul, device=device_mul, kernels=["mul"],
+define("Mul", records=True, check=check_mul, lower=lower_mul, device=device_mul, kernels=["mul"],
        tape={"mul": TapeRecord(["mul"], ["mul_back"])})

@@ -71,7 +71,7 @@ def device_conv2d(f, call: ast.Call) -> CValue:
     return out
 
 
-define("Conv2d", check=check_conv2d, lower=lower_conv2d, device=device_conv2d, kernels=["conv2d"])
+define("Conv2d", records=True, check=check_conv2d, lower=lower_conv2d, device=device_conv2d, kernels=["conv2d"])
 
 
 def check_pool(a, call, expected):
@@ -120,5 +120,5 @@ def device_pool(f, call: ast.Call) -> CValue:
     return out
 
 
-define("MaxPool2d", check=check_pool, lower=lower_pool, device=device_pool, kernels=["maxpool2d"])
-define("AvgPool2d", check=check_pool, lower=lower_pool, device=device_pool, kernels=["avgpool2d"])
+define("MaxPool2d", records=True, check=check_pool, lower=lower_pool, device=device_pool, kernels=["maxpool2d"])
+define("AvgPool2d", records=True, check=check_pool, lower=lower_pool, device=device_pool, kernels=["avgpool2d"])

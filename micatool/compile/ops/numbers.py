@@ -41,7 +41,7 @@ def lower_min_max(f, call: ast.Call) -> CValue:
 
 define("Min", check=check_min_max, lower=lower_min_max)
 # Max of one device tensor reduces it on the device (reductions.py)
-define("Max", check=check_min_max, lower=lower_min_max, device=device_reduce, kernels=["max"])
+define("Max", records=True, check=check_min_max, lower=lower_min_max, device=device_reduce, kernels=["max"])
 
 
 def check_abs(a, call, expected):
@@ -67,7 +67,7 @@ def lower_abs(f, call: ast.Call) -> CValue:
     return CValue(f"({x} < 0 ? mica_neg({x}, {call.pos.line}) : {x})", INTEGER)
 
 
-define("Abs", check=check_abs, lower=lower_abs, device=device_elementwise, kernels=["each_abs"],
+define("Abs", records=True, check=check_abs, lower=lower_abs, device=device_elementwise, kernels=["each_abs"],
        tape={"abs": TapeRecord(["each_abs"], ["abs_back"], each=True)})
 
 

@@ -72,7 +72,7 @@ def device_dot(f, call: ast.Call) -> CValue:
     return out
 
 
-define("Dot", check=check_dot, lower=lower_dot, device=device_dot, kernels=["dot"])
+define("Dot", records=True, check=check_dot, lower=lower_dot, device=device_dot, kernels=["dot"])
 
 
 def lower_outer(f, call: ast.Call) -> CValue:
@@ -96,7 +96,7 @@ def device_outer(f, call: ast.Call) -> CValue:
     return out
 
 
-define("Outer", check=check_dot, lower=lower_outer, device=device_outer, kernels=["outer"])
+define("Outer", records=True, check=check_dot, lower=lower_outer, device=device_outer, kernels=["outer"])
 
 
 def check_transpose(a, call, expected):
@@ -144,5 +144,5 @@ def device_transpose(f, call: ast.Call) -> CValue:
     return out
 
 
-define("Transpose", check=check_transpose, lower=lower_transpose, device=device_transpose, kernels=["transpose"],
+define("Transpose", records=True, check=check_transpose, lower=lower_transpose, device=device_transpose, kernels=["transpose"],
        tape={"transpose": TapeRecord(["transpose"], ["transpose_back"])})

@@ -45,10 +45,10 @@ def device_reduce(f, call: ast.Call) -> CValue:
 
 
 for _name in ("Sum", "Mean"):
-    define(_name, check=check_reduce, lower=lower_reduce, device=device_reduce, kernels=[_name.lower()],
+    define(_name, records=True, check=check_reduce, lower=lower_reduce, device=device_reduce, kernels=[_name.lower()],
            tape={_name.lower(): TapeRecord([_name.lower()], [f"{_name.lower()}_back"])})
 # Max of one tensor; Max of two numbers is numbers.py's, which hands a tensor here.
-define("Max:reduce", check=check_reduce, lower=lower_reduce, device=device_reduce, kernels=["max"],
+define("Max:reduce", records=True, check=check_reduce, lower=lower_reduce, device=device_reduce, kernels=["max"],
        tape={"max": TapeRecord(["max"], ["max_back"])})
 
 
@@ -88,5 +88,5 @@ def device_sum_rows(f, call: ast.Call) -> CValue:
     return out
 
 
-define("SumRows", check=check_sum_rows, lower=lower_sum_rows, device=device_sum_rows, kernels=["sum_rows"],
+define("SumRows", records=True, check=check_sum_rows, lower=lower_sum_rows, device=device_sum_rows, kernels=["sum_rows"],
        tape={"sum_rows": TapeRecord(["sum_rows"], ["sum_rows_back"])})

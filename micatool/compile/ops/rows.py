@@ -74,7 +74,7 @@ def device_rows(f, call: ast.Call) -> CValue:
     return out
 
 
-define("Softmax", check=check_row_op, lower=lower_softmax, device=device_rows, kernels=["softmax_rows"],
+define("Softmax", records=True, check=check_row_op, lower=lower_softmax, device=device_rows, kernels=["softmax_rows"],
        tape={"softmax": TapeRecord(["softmax_rows"], ["softmax_back_rows"])})
 
 
@@ -100,7 +100,7 @@ def device_causal_mask(f, call: ast.Call) -> CValue:
     return out
 
 
-define("CausalMask", check=check_row_op, lower=lower_causal_mask, device=device_causal_mask,
+define("CausalMask", records=True, check=check_row_op, lower=lower_causal_mask, device=device_causal_mask,
        kernels=["causal_mask"], tape={"causal_mask": TapeRecord(["causal_mask"], ["causal_mask_back"])})
 
 
@@ -146,9 +146,9 @@ def lower_norm(f, call: ast.Call) -> CValue:
     return out
 
 
-define("LayerNorm", check=check_norm, lower=lower_norm, device=device_rows, kernels=["layernorm_rows"],
+define("LayerNorm", records=True, check=check_norm, lower=lower_norm, device=device_rows, kernels=["layernorm_rows"],
        tape={"layernorm": TapeRecord(["layernorm_rows"], ["layernorm_params_back", "layernorm_back_rows"])})
-define("RmsNorm", check=check_norm, lower=lower_norm, device=device_rows, kernels=["rmsnorm_rows"],
+define("RmsNorm", records=True, check=check_norm, lower=lower_norm, device=device_rows, kernels=["rmsnorm_rows"],
        tape={"rmsnorm": TapeRecord(["rmsnorm_rows"], ["rmsnorm_gain_back", "rmsnorm_back_rows"])})
 
 
@@ -225,7 +225,7 @@ def device_cross_entropy(f, call: ast.Call) -> CValue:
     return CValue(out, t, owned=True, lvalue=True)
 
 
-define("CrossEntropy", check=check_cross_entropy, lower=lower_cross_entropy, device=device_cross_entropy,
+define("CrossEntropy", records=True, check=check_cross_entropy, lower=lower_cross_entropy, device=device_cross_entropy,
        kernels=["cross_entropy_rows", "mean"],
        tape={"cross_entropy": TapeRecord(["cross_entropy_rows", "mean"], ["cross_entropy_back_rows"])})
 
@@ -286,5 +286,5 @@ def device_gather(f, call: ast.Call) -> CValue:
     return CValue(out, t, owned=True, lvalue=True)
 
 
-define("Gather", check=check_gather, lower=lower_gather, device=device_gather, kernels=["gather"],
+define("Gather", records=True, check=check_gather, lower=lower_gather, device=device_gather, kernels=["gather"],
        tape={"gather": TapeRecord(["gather"], ["gather_back"])})
