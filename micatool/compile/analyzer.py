@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 
 from ..diagnostics import Pos, Reporter, SourceFile
 from . import ast, ops, residency, shapes
+from .ops.checking import CheckContext
 from .ops.conversions import check_conversion
 from .symbols import (
     BuiltinSymbol,
@@ -117,6 +118,7 @@ class Analyzer:
         # where gradients would end: the place, the diagnostic, the routine, inside a window
         self.untrackings: list[tuple[ast.Node, int, str, RoutineSymbol | None, bool]] = []
         self.calls_lending: list[tuple[ast.Call, RoutineSymbol]] = []  # calls with address arguments
+        self.check_context = CheckContext(self)  # what the vocabulary's checkers see of all this
 
     def error(self, where, code: int, message: str) -> Type:
         pos = where if isinstance(where, Pos) else where.pos
@@ -1063,7 +1065,7 @@ class Analyzer:
         elif isinstance(symbol, RoutineSymbol):
             t = self.routine_call(e, symbol)
         elif isinstance(symbol, TypeSymbol):
-            t = check_conversion(self, e, symbol.type)
+            t = check_conversion(self.check_context, e, symbol.type)
         else:
             for arg in e.args:
                 self.expr(arg)
@@ -1076,7 +1078,7 @@ class Analyzer:
         """The op's own check, then the rule the registry keeps for every op: one the GPU
         does not run takes no GPU operand (7005), so no call passes here that cannot lower."""
         reported = len(self.reporter.diagnostics)
-        t = op.check(self, e, expected)
+        t = op.check(self.check_context, e, expected)
         if op.device is None and len(self.reporter.diagnostics) == reported:  # the op's own refusal comes first
             for arg in e.args:
                 place = arg.place if isinstance(arg, ast.AddressArg) else arg

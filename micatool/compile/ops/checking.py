@@ -1,16 +1,62 @@
-"""What the vocabulary's checkers share: argument counts, argument kinds, and the
-rules for tracked and device values.
+"""What the vocabulary's checkers share: the context they check in, argument
+counts and kinds, and the rules for tracked and device values.
 
-A checker takes the analyzer (through the few methods LANGUAGE.md's checks need:
-expr, error, address_arg, place, note_tracked_op, note_tape_loss), the call and
-the type the context expects, and gives the call's type or ERROR once it has
-said why.
+A checker takes a CheckContext, the call and the type the context expects, and
+gives the call's type, or ERROR once it has said why.
 """
 
 from __future__ import annotations
 
 from .. import ast, residency
 from ..types import ERROR, FLOAT64, INTEGER, STRING, ErrorType, Scalar, Tensor, Tracked, Type, is_tracked, plain
+
+
+class CheckContext:
+    """The analyzer as a checker sees it: the few questions LANGUAGE.md's checks
+    ask of it, and nothing of its scopes, routines or bookkeeping."""
+
+    def __init__(self, analyzer):
+        self._analyzer = analyzer
+
+    def expr(self, e: ast.Expr, expected: Type | None = None) -> Type:
+        """Check an argument: its type (ERROR after a diagnostic)."""
+        return self._analyzer.expr(e, expected)
+
+    def place(self, e: ast.Expr, action: str) -> Type:
+        """Check an argument that is written, as `action` names the writing."""
+        return self._analyzer.place(e, action)
+
+    def address_arg(self, arg: ast.Expr, what: str = "") -> Type:
+        """Check an `address` argument: a place the call may write."""
+        return self._analyzer.address_arg(arg, what)
+
+    def const_int(self, e: ast.Expr) -> int | None:
+        """The value of an integer known at compile time, or None."""
+        return self._analyzer.const_int(e)
+
+    def promote(self, a: Scalar, b: Scalar, ea: ast.Expr, eb: ast.Expr) -> Scalar:
+        """The type two numbers join to, as arithmetic joins them."""
+        return self._analyzer.promote(a, b, ea, eb)
+
+    def error(self, where, code: int, message: str) -> Type:
+        return self._analyzer.error(where, code, message)
+
+    @property
+    def in_window(self) -> bool:
+        """Is the call inside a `tape ... end` window (or a routine that runs inside one)?"""
+        return self._analyzer.tape_depth > 0
+
+    def note_tracked_op(self, t: Type) -> None:
+        """An operation on t happened: its routine computes with tracked values when t is tracked."""
+        self._analyzer.note_tracked_op(t)
+
+    def note_tape_loss(self, where: ast.Node, code: int, message: str) -> None:
+        """A tracked value stops recording here: an error if this is inside a window."""
+        self._analyzer.note_tape_loss(where, code, message)
+
+    def note_gradient_read(self, place: ast.Expr, root) -> None:
+        """Gradient(place) of the variable root: checked once the windows are known."""
+        self._analyzer.gradient_uses.append((root, place.pos, ast.place_text(place)))
 
 
 def op_name(call: ast.Call) -> str:
@@ -54,7 +100,7 @@ def is_float(t: Type) -> bool:
 
 def plain_only(a, call: ast.Call, types: list[Type]) -> None:
     """Inside a tape window, a builtin that does not record must not read tracked values."""
-    if a.tape_depth == 0:
+    if not a.in_window:
         return
     for arg, t in zip(call.args, types):
         if is_tracked(t):

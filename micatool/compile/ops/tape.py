@@ -39,7 +39,7 @@ def check_backward(a, call, expected):
         return VOID
     if not (isinstance(plain(t), Scalar) or isinstance(plain(t), Tensor) and plain(t).rank == 0):
         a.error(call.args[0], 5111, f"Backward starts from a tracked scalar, found '{t}'; reduce it with Sum or Mean first")
-    if a.tape_depth > 0:
+    if a.in_window:
         a.error(call, 5112, "Backward inside its tape window; call it after the window's 'end'")
     return VOID
 
@@ -58,9 +58,9 @@ def check_gradient(a, call, expected):
     t, symbol = _tracked_place(a, call, call.args[0])
     if isinstance(t, ErrorType):
         return ERROR
-    if a.tape_depth > 0:
+    if a.in_window:
         a.error(call, 5112, "Gradient inside a tape window; the gradients exist after Backward")
-    a.gradient_uses.append((symbol, call.args[0].pos, ast.place_text(call.args[0])))
+    a.note_gradient_read(call.args[0], symbol)
     return plain(t)
 
 
