@@ -16,6 +16,8 @@ The model:
   - global memory is a set of numpy-backed buffers, each at its own 4 GiB
     window of addresses; each thread has its own local memory; `.param`
     space carries kernel arguments and the arguments and results of calls;
+    `.const` space holds the module's initialized integer arrays (read-only,
+    addressed from 0 in declaration order, as `mov` of their name gives);
   - threads run one after another, to completion (the kernels never
     synchronize or share a value between threads).
 
@@ -151,9 +153,9 @@ class Frame:
 @dataclass
 class Symbol:
     key: str
-    kind: str  # reg, param, local
+    kind: str  # reg, param, local, const
     type: str
-    offset: int = 0  # local symbols: offset in the frame
+    offset: int = 0  # local symbols: offset in the frame; const symbols: address in .const space
 
 
 @dataclass
@@ -173,17 +175,21 @@ _HEAD = re.compile(
 )
 _ITEM = re.compile(r"\s*(?:(\{)|(\})|([$\w]+):|([^;{}]+);)")
 _PARAM = re.compile(r"\.param\s+\.(\w+)\s+([%\w]+)$")
+# A module-scope constant array: `.const .align A .u64 name[N] = { v0, ..., vN-1 };`
+_CONST = re.compile(r"\.const\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+(\w+)\s*\[(\d+)\]\s*=\s*\{([^}]*)\}\s*;")
 
 
 class Module:
     def __init__(self, text: str):
         text = _COMMENTS.sub("", text)
         self.functions: dict[str, Function] = {}
+        self.consts: dict[str, Symbol] = {}
+        self.const_memory = bytearray()
         pos = 0
         while True:
             m = _HEAD.search(text, pos)
             head = text[pos : m.start() if m else len(text)]
-            self._directives(head)
+            self._directives(_CONST.sub(self._const, head))
             if not m:
                 break
             end = self._matching(text, m.end())
@@ -198,6 +204,28 @@ class Module:
                 continue
             if words[0] not in (".version", ".target", ".address_size"):
                 raise InterpreterError(f"unknown module directive: {line.strip()!r}")
+
+    def _const(self, m: re.Match) -> str:
+        """Lays out one .const array (every element initialized, integers only) and
+        declares its name for the functions after it; leaves nothing behind."""
+        align, type_, name, count, values = m.groups()
+        words = [v.strip() for v in values.split(",") if v.strip()]
+        if type_ not in INT_TYPES or len(words) != int(count) or name in self.consts:
+            raise InterpreterError(f"unsupported .const declaration: {m.group(0)[:80]!r}")
+        if not all(re.fullmatch(r"-?(0[xX][0-9A-Fa-f]+|\d+)", w) for w in words):
+            raise InterpreterError(f".const {name}: initializers must be integer literals")
+        size, align = WIDTH[type_] // 8, int(align or WIDTH[type_] // 8)
+        offset = (len(self.const_memory) + align - 1) // align * align
+        self.const_memory.extend(bytes(offset - len(self.const_memory)))
+        for w in words:
+            self.const_memory.extend(_PACK[size * 8].pack(_mask(int(w, 0), size * 8)))
+        self.consts[name] = Symbol(name, "const", type_, offset)
+        return ""
+
+    def const_load(self, address: int, bits: int) -> int:
+        if address < 0 or address + bits // 8 > len(self.const_memory) or address % (bits // 8):
+            raise InterpreterError(f".const access of {bits // 8} bytes at {address} is outside every .const array")
+        return _PACK[bits].unpack_from(self.const_memory, address)[0]
 
     @staticmethod
     def _matching(text: str, start: int) -> int:
@@ -233,7 +261,7 @@ class _Compiler:
         outer = {p.key: p for p in fn.params}
         if fn.result:
             outer[fn.result.key] = fn.result
-        self.scopes: list[dict[str, Symbol]] = [outer]
+        self.scopes: list[dict[str, Symbol]] = [module.consts, outer]
         self.count = 0
         self.labels: dict[str, int] = {}
         self.pending: list[tuple[int, str]] = []
@@ -273,7 +301,7 @@ class _Compiler:
                 self.scopes.append({})
             elif close:
                 self.scopes.pop()
-                if len(self.scopes) < 1:
+                if len(self.scopes) < 2:
                     raise InterpreterError(f"{self.fn.name}: unbalanced braces")
             elif label:
                 if label in self.labels:
@@ -414,6 +442,9 @@ class _Compiler:
         if sym.kind == "local":
             offset = sym.offset
             return lambda f: f.local_base + offset
+        if sym.kind == "const":  # its address in .const space
+            offset = sym.offset
+            return lambda f: offset
         raise InterpreterError(f"{self.fn.name}: cannot use {text} as a value")
 
     def dest(self, text: str, t: str) -> str:
@@ -437,6 +468,9 @@ class _Compiler:
         if sym.kind == "local":
             at = sym.offset + offset
             return sym, (lambda f: f.local_base + at)
+        if sym.kind == "const":
+            at = sym.offset + offset
+            return sym, (lambda f: at)
         if offset:
             raise InterpreterError(f"{self.fn.name}: offset into a parameter: {text}")
         return sym, None
@@ -468,10 +502,12 @@ class _Compiler:
 
             return run
         # integer forms
-        wide = False
+        wide = high = False
         if name == "mul":
             if mods[0] == "wide" and t in ("u32", "s32"):
                 wide = True
+            elif mods[0] == "hi" and t in ("u32", "s32", "u64", "s64"):
+                high = True  # the upper half of the double-width product
             elif mods[0] != "lo":
                 raise InterpreterError(f"{self.fn.name}: unsupported form {text!r}")
             mods = mods[1:]
@@ -495,7 +531,7 @@ class _Compiler:
         ops_int = {
             "add": lambda x, y: x + y,
             "sub": lambda x, y: x - y,
-            "mul": lambda x, y: x * y,
+            "mul": (lambda x, y: (x * y) >> w) if high else (lambda x, y: x * y),
             "div": trunc_div,
             "rem": lambda x, y: x - y * trunc_div(x, y),
             "min": min,
@@ -554,6 +590,9 @@ class _Compiler:
     def op_or(self, mods, ops, text, guard):
         return self._logic("or", mods, ops, text)
 
+    def op_xor(self, mods, ops, text, guard):
+        return self._logic("xor", mods, ops, text)
+
     def _logic(self, name, mods, ops, text):
         self.expect(mods, [{"b32", "b64", "pred"}], text)
         t = mods[0]
@@ -561,7 +600,26 @@ class _Compiler:
         d, a, b = self.dest(ops[0], t), self.source(ops[1], t), self.source(ops[2], t)
         if name == "and":
             return lambda f: f.r.__setitem__(d, a(f) & b(f))
+        if name == "xor":
+            return lambda f: f.r.__setitem__(d, a(f) ^ b(f))
         return lambda f: f.r.__setitem__(d, a(f) | b(f))
+
+    def op_not(self, mods, ops, text, guard):
+        """Every bit inverted (a predicate: its negation)."""
+        self.expect(mods, [{"b32", "b64", "pred"}], text)
+        t = mods[0]
+        self.arity(ops, 2, text)
+        d, a = self.dest(ops[0], t), self.source(ops[1], t)
+        ones = (1 << WIDTH[t]) - 1
+        return lambda f: f.r.__setitem__(d, a(f) ^ ones)
+
+    def op_clz(self, mods, ops, text, guard):
+        """The number of leading zero bits (the width for 0), into a .u32."""
+        self.expect(mods, [{"b32", "b64"}], text)
+        w = WIDTH[mods[0]]
+        self.arity(ops, 2, text)
+        d, a = self.dest(ops[0], "u32"), self.source(ops[1], mods[0])
+        return lambda f: f.r.__setitem__(d, w - _mask(a(f), w).bit_length())
 
     def op_neg(self, mods, ops, text, guard):
         return self._sign("neg", mods, ops, text)
@@ -673,7 +731,8 @@ class _Compiler:
         raise InterpreterError(f"{self.fn.name}: unsupported form {text!r}")
 
     def op_ld(self, mods, ops, text, guard):
-        self.expect(mods, [{"global", "local", "param"}, {"f32", "f64", "s64", "u64", "s32", "u32", "b32", "b64"}], text)
+        self.expect(mods, [{"global", "local", "param", "const"},
+                           {"f32", "f64", "s64", "u64", "s32", "u32", "b32", "b64"}], text)
         space, t = mods
         self.arity(ops, 2, text)
         d = self.dest(ops[0], t)
@@ -683,6 +742,11 @@ class _Compiler:
             if sym is not None:
                 raise InterpreterError(f"{self.fn.name}: {text!r}: global address from a symbol")
             return lambda f: f.r.__setitem__(d, f.thread.memory.load(at(f), bits))
+        if space == "const":
+            if sym is not None and sym.kind != "const":
+                raise InterpreterError(f"{self.fn.name}: {text!r}: not a .const address")
+            module = self.module
+            return lambda f: f.r.__setitem__(d, module.const_load(at(f), bits))
         if space == "local":
             if sym is not None and sym.kind != "local":
                 raise InterpreterError(f"{self.fn.name}: {text!r}: not a local address")
@@ -710,6 +774,8 @@ class _Compiler:
                 raise InterpreterError(f"{self.fn.name}: {text!r}: global address from a symbol")
             return lambda f: f.thread.memory.store(at(f), bits, v(f))
         if space == "local":
+            if sym is not None and sym.kind != "local":
+                raise InterpreterError(f"{self.fn.name}: {text!r}: not a local address")
             return lambda f: f.thread.local_store(at(f), bits, v(f))
         if sym is None or sym.kind != "param" or WIDTH[sym.type] != bits:
             raise InterpreterError(f"{self.fn.name}: {text!r}: not a parameter of that width")

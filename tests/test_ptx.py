@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -206,6 +207,55 @@ def test_interpreter_semantics():
     assert list(np.frombuffer(raw[36:44], np.uint32)) == [0, 1]  # ne is ordered, neu is not
 
 
+
+def test_interpreter_integer_semantics():
+    """The oracle's 64-bit integer work, as sin's and cos's Payne-Hanek reduction uses it: a .const table read
+    at its address, mul.hi/lo.u64, not, clz (64 for zero), xor of predicates."""
+    text = """.version 7.0
+.target sm_70
+.address_size 64
+.const .align 8 .u64 table[3] = { 0x0, 0xfedcba9876543210, 7 };
+.visible .entry k(.param .u64 out)
+{
+    .reg .u64 %o, %t, %a, %b;
+    .reg .u32 %z;
+    .reg .pred %p, %q;
+    ld.param.u64 %o, [out];
+    cvta.to.global.u64 %o, %o;
+    mov.u64 %t, table;
+    ld.const.u64 %a, [%t+8];
+    ld.const.u64 %b, [table+16];
+    mul.hi.u64 %t, %a, %a;
+    st.global.u64 [%o], %t;
+    mul.lo.u64 %t, %a, %a;
+    st.global.u64 [%o+8], %t;
+    not.b64 %t, %b;
+    st.global.u64 [%o+16], %t;
+    clz.b64 %z, %b;
+    st.global.u32 [%o+24], %z;
+    mov.u64 %t, 0;
+    clz.b64 %z, %t;
+    st.global.u32 [%o+28], %z;
+    setp.eq.u64 %p, %b, 7;
+    setp.eq.u64 %q, %b, 7;
+    xor.pred %p, %p, %q;
+    selp.u64 %t, 1, 2, %p;
+    st.global.u64 [%o+32], %t;
+    ret;
+}
+"""
+    memory = pi.Memory()
+    out = memory.alloc(np.zeros(40, np.uint8))
+    pi.launch(pi.Module(text), "k", [out], memory, block=1)
+    raw = memory.array(out, np.uint8).tobytes()
+    a = 0xFEDCBA9876543210
+    assert list(np.frombuffer(raw[:24], np.uint64)) == [(a * a) >> 64, (a * a) % 2**64, 2**64 - 8]
+    assert list(np.frombuffer(raw[24:32], np.uint32)) == [61, 64]
+    assert np.frombuffer(raw[32:40], np.uint64)[0] == 2  # true xor true is false
+    with pytest.raises(pi.InterpreterError, match="outside every .const"):
+        pi.launch(pi.Module(text.replace("[table+16]", "[table+24]")), "k", [out], memory, block=1)
+
+
 # ------------------------------------------------------------ cases
 
 
@@ -267,17 +317,59 @@ MATH_RANGES = {
     "sqrt": {"f64": [(-1, 100)], "f32": [(-1, 100)]},
     "relu": {"f64": [(-5, 5)], "f32": [(-5, 5)]},
     "abs": {"f64": [(-5, 5)], "f32": [(-5, 5)]},
+    # sin, cos: no reduction (|x| <= pi/4), Cody-Waite (to 2^20 / 2^15), Payne-Hanek's first binade and its top
+    # ones (trig_points adds every binade, the multiples of pi/2 and the thresholds)
+    "sin": {"f64": [(-0.7854, 0.7854), (-10, 10), (-2.0**20, 2.0**20), (2.0**20, 2.0**21), (-1.7e308, -1e306),
+                    (1e306, 1.7e308)],
+            "f32": [(-0.7854, 0.7854), (-10, 10), (-2.0**15, 2.0**15), (-2.0**16, -2.0**15), (-3.4e38, 3.4e38)]},
 }
+MATH_RANGES["cos"] = MATH_RANGES["sin"]
 EDGES = {  # exp's and log's documented edges (tests/test_math.py), as bits
     "f64": [0x40862E42FEFA39EF, 0x40862E42FEFA39F0, 0xC0874910D52D3051, 0xC0874910D52D3052, 0x0000000000000001],
     "f32": [0x42B17217, 0x42B17218, 0xC2CFF1B4, 0xC2CFF1B5, 0x00000001],
 }
 
 
+# pi to 578 bits (its first 144 hex digits after the point, Blowfish's P-array), so that k*pi/2 rounds once
+PI_HEX = ("243F6A8885A308D313198A2E03707344A4093822299F31D0082EFA98EC4E6C89"
+          "452821E638D01377BE5466CF34E90C6CC0AC29B7C97C50DD3F84D5B5B54709179216D5D98979FB1B")
+PI_OVER_2 = Fraction(3 * 16 ** len(PI_HEX) + int(PI_HEX, 16), 2 * 16 ** len(PI_HEX))
+TRIG_EDGES = {  # the thresholds between sin's and cos's paths, and the cases docs/math.md pins
+    "f64": ["0x1p-26", "0x1p-27", "0x1.921fb54442d18p-1", "0x1p20", "0x1.6c6cbc45dc8dep+5", "0x1.6ac5b262ca1ffp+849",
+            "0x1.0f0cf064dd592p+73",
+            # Payne-Hanek's r1 = l1 + h2 carries into r0 (about one double in 2^12), and the carry shows in
+            # sin (the first three) or cos (the last three): found by search
+            "0x1.b204e67257734p+321", "0x1.5a352d04fd30ep+890", "0x1.c03a2580cc05ep+889", "0x1.ed25720331f8ep+552",
+            "0x1.f3bc0bf4031dbp+866", "0x1.a754b6006f352p+675"],
+    "f32": ["0x1p-12", "0x1.921fb6p-1", "0x1p15", "0x1.f9cbe2p+7"],
+}
+
+
+def trig_points(rng, t: str) -> np.ndarray:
+    """sin's and cos's own inputs, both signs: magnitudes spread over every binade up to the largest finite
+    value (each Payne-Hanek window); the values nearest k*pi/2 and their neighbours, where the answer is
+    tiny and shows the reduction's last bits (past 2^15 in float32, Payne-Hanek's); the thresholds between
+    the paths and their neighbours; the closest double to a multiple of pi/2 below 2^20, Muller's worst
+    case 6381956970095103 * 2^797 and 1e22 (float32: 252.898208, the closest float below 2^15)."""
+    dtype = DTYPES[t]
+    spread = np.exp2(rng.uniform(-30, 1023.99 if t == "f64" else 127.99, 60)).astype(dtype)
+    k = np.concatenate([np.arange(1, 9), [29, 161, 2**20, 2**40], rng.integers(9, 2**21, 16)])
+    near = [float(int(v) * PI_OVER_2) for v in k]
+    x = np.array(near + [float.fromhex(e) for e in TRIG_EDGES[t]]).astype(dtype)
+    up, down = np.nextafter(x, dtype(np.inf)), np.nextafter(x, dtype(0))
+    x = np.concatenate([spread, x, up, down, np.nextafter(up, dtype(np.inf))])
+    return np.concatenate([x, -x])
+
+
+MATH_POINTS = {"sin": trig_points, "cos": trig_points}
+
+
 def math_inputs(rng, fn, t, per_range=60):
     dtype = DTYPES[t]
     parts = [rng.uniform(lo, hi, per_range) for lo, hi in MATH_RANGES[fn][t]]
     parts.append(rng.choice([-1.0, 1.0], per_range) * np.exp(rng.uniform(math.log(1e-30), math.log(2.0), per_range)))
+    if fn in MATH_POINTS:
+        parts.append(MATH_POINTS[fn](rng, t))
     x = np.concatenate(parts).astype(dtype)
     edges = np.array(EDGES[t], dtype=np.uint64 if t == "f64" else np.uint32).view(dtype)
     return np.concatenate([x, specials(dtype), negative_nan(dtype), edges])
