@@ -224,6 +224,8 @@ begin
     WriteLn('Silu ', ToHost(Silu(xd)));
     WriteLn('Sigmoid ', ToHost(Sigmoid(xd)));
     WriteLn('Abs ', ToHost(Abs(xd)));
+    WriteLn('Sin ', ToHost(Sin(xd)), ' ', ToHost(Sin(td)));
+    WriteLn('Cos ', ToHost(Cos(xd)), ' ', ToHost(Cos(td)));
     WriteLn('Sum ', ToHost(Sum(xd)), ' ', ToHost(Sum(vd)), ' ', ToHost(Sum(td)), ' ', ToHost(Sum(Tanh(xd))));
     WriteLn('Mean ', ToHost(Mean(xd)), ' ', ToHost(Mean(vd)), ' ', ToHost(Mean(td)));
     WriteLn('Max ', ToHost(Max(xd)), ' ', ToHost(Max(vd)), ' ', ToHost(Max(td)), ' ', ToHost(Max(-vd)));
@@ -325,6 +327,7 @@ begin
         y := Tanh(y) - Mul(y, Sigmoid(y)) * 0.5 + Gelu(y) / 3 + Silu(y) - Relu(y) + Abs(y);
         y := Softmax(CausalMask(y * Transpose(y))) * y + Exp(y * 0.1) + Log(Abs(y) + 1) + Sqrt(Abs(y) + 1);
         y := RmsNorm(y, g) - (-y) + 1.5;
+        y := y + Mul(Sin(y), Cos(y * 0.5));
         u := t * w + y;
         u := Softmax(u) - t;
         l := Sum(u) + Mean(y) + Max(y) + Sum(SumRows(y)) + CrossEntropy(y, idsd) + Mean(Gather(w, idsd));
@@ -395,7 +398,7 @@ PROGRAMS = {
                           "scale_f64", "shift_f32", "sub_f64"}),
     "images": (IMAGES, {"conv2d", "maxpool2d", "avgpool2d", "dot", "outer", "each_relu", "add", "sub"}),
     "functions": (FUNCTIONS, {f"each_{f}" for f in ("tanh", "exp", "log", "sqrt", "relu", "gelu", "silu", "sigmoid",
-                                                    "abs")}
+                                                    "abs", "sin", "cos")}
                   | {"sum", "mean", "max", "softmax_rows", "layernorm_rows", "rmsnorm_rows", "scale", "add_rows",
                      "sub_rows", "neg"}),
 }
