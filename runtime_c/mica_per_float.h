@@ -30,25 +30,25 @@
 #define I int64_t
 #define K(c) c##_F64
 #include MICA_PER_FLOAT
-#undef T
-#undef S
-#undef W
-#undef U
-#undef I
-#undef K
 
+#undef T
 #define T float
+#undef S
 #define S f32
+#undef W
 #define W 32
+#undef U
 #define U uint32_t
+#undef I
 #define I int32_t
+#undef K
 #define K(c) c##_F32
 #include MICA_PER_FLOAT
+
 #undef T
 #undef S
 #undef W
 #undef U
 #undef I
 #undef K
-
 #undef MICA_PER_FLOAT

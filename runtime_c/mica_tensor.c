@@ -1,7 +1,8 @@
 /* mica_tensor.c: plain tensor kernels and dynamic tensor storage.
  *
  * The kernels are written once in mica_tensor_kernels.inc and instantiated
- * here per float type; storage helpers in mica_dynamic.inc per element type.
+ * here per float type (mica_per_float.h); storage helpers in mica_dynamic.inc
+ * per element type.
  */
 #include "mica.h"
 
@@ -35,19 +36,10 @@ void mica_check_shape(int64_t got, int64_t want, int line, const char *what) {
     if (got != want) mica_trapf(line, "shape mismatch: %lld %s where %lld are needed", (long long)got, what, (long long)want);
 }
 
-#define T double
-#define S f64
-#include "mica_dynamic.inc"
-#include "mica_tensor_kernels.inc"
-#undef T
-#undef S
-
-#define T float
-#define S f32
-#include "mica_dynamic.inc"
-#include "mica_tensor_kernels.inc"
-#undef T
-#undef S
+#define MICA_PER_FLOAT "mica_dynamic.inc"
+#include "mica_per_float.h"
+#define MICA_PER_FLOAT "mica_tensor_kernels.inc"
+#include "mica_per_float.h"
 
 #define T int64_t
 #define S i64
