@@ -58,36 +58,23 @@ static inline void mica_enter(int64_t frame_bytes) {
 
 /* ------------------------------------------------------------ integers */
 
+/* + - * of integers. The builtins' result wraps (it is the exact one modulo
+ * 2^64), so r is right at every tier; only the checked tiers trap. */
 static inline int64_t mica_add(int64_t a, int64_t b, int line) {
     int64_t r;
-#if MICA_CHECKS
-    if (__builtin_add_overflow(a, b, &r)) mica_trap(line, "integer overflow");
-#else
-    (void)line;
-    r = (int64_t)((uint64_t)a + (uint64_t)b);
-#endif
+    if (__builtin_add_overflow(a, b, &r) && MICA_CHECKS) mica_trap(line, "integer overflow");
     return r;
 }
 
 static inline int64_t mica_sub(int64_t a, int64_t b, int line) {
     int64_t r;
-#if MICA_CHECKS
-    if (__builtin_sub_overflow(a, b, &r)) mica_trap(line, "integer overflow");
-#else
-    (void)line;
-    r = (int64_t)((uint64_t)a - (uint64_t)b);
-#endif
+    if (__builtin_sub_overflow(a, b, &r) && MICA_CHECKS) mica_trap(line, "integer overflow");
     return r;
 }
 
 static inline int64_t mica_mul(int64_t a, int64_t b, int line) {
     int64_t r;
-#if MICA_CHECKS
-    if (__builtin_mul_overflow(a, b, &r)) mica_trap(line, "integer overflow");
-#else
-    (void)line;
-    r = (int64_t)((uint64_t)a * (uint64_t)b);
-#endif
+    if (__builtin_mul_overflow(a, b, &r) && MICA_CHECKS) mica_trap(line, "integer overflow");
     return r;
 }
 
@@ -109,26 +96,21 @@ static inline int64_t mica_mod(int64_t a, int64_t b, int line) {
     return a % b;
 }
 
+/* At the checked tiers, a trap unless low <= x <= high; `what` names x. */
+static inline void mica_check_range(const char *what, int64_t x, int64_t low, int64_t high, int line) {
+    if (MICA_CHECKS && (x < low || x > high))
+        mica_trapf(line, "%s %lld out of range %lld..%lld", what, (long long)x, (long long)low, (long long)high);
+}
+
 /* An index into low..high, made zero-based. */
 static inline int64_t mica_index(int64_t i, int64_t low, int64_t high, int line) {
-#if MICA_CHECKS
-    if (i < low || i > high) mica_trapf(line, "index %lld out of range %lld..%lld", (long long)i, (long long)low, (long long)high);
-#else
-    (void)high;
-    (void)line;
-#endif
+    mica_check_range("index", i, low, high, line);
     return i - low;
 }
 
 /* A value stored into a narrower integer type. */
 static inline int64_t mica_narrow(int64_t x, int64_t low, int64_t high, int line) {
-#if MICA_CHECKS
-    if (x < low || x > high) mica_trapf(line, "value %lld out of range %lld..%lld", (long long)x, (long long)low, (long long)high);
-#else
-    (void)low;
-    (void)high;
-    (void)line;
-#endif
+    mica_check_range("value", x, low, high, line);
     return x;
 }
 
