@@ -160,7 +160,6 @@ bool mica_file_exists(mica_string path);
 /* Widths right-align in that many columns (0: none); decimals < 0: shortest
  * form that reads back to the same bits. */
 void mica_write_str(mica_string s, int64_t width);
-void mica_write_cstr(const char *s);
 void mica_write_int(int64_t x, int64_t width);
 void mica_write_bool(bool x, int64_t width);
 void mica_write_f64(double x, int64_t width, int64_t decimals);
@@ -196,7 +195,6 @@ MICA_DYNAMIC_TENSOR(uint8_t, mica_dyn_u8)
  * buffer of `count` elements of `size` bytes, keeping the common prefix and
  * zeroing the rest. */
 void *mica_resize(void *data, int64_t old_count, int64_t new_count, size_t size, int line);
-void *mica_clone(const void *data, int64_t count, size_t size);
 void mica_check_shape(int64_t got, int64_t want, int line, const char *what);
 
 /* ------------------------------------------------------------ tensor kernels */
@@ -222,12 +220,14 @@ void mica_check_shape(int64_t got, int64_t want, int line, const char *what);
     void mica_neg_##S(T *out, const T *a, int64_t n);                                              \
     void mica_matmul_##S(T *out, const T *a, const T *b, int64_t m, int64_t k, int64_t n);         \
     void mica_bmm_##S(T *out, const T *a, const T *b, int64_t batch, int64_t m, int64_t k, int64_t n); \
-    void mica_transpose_##S(T *out, const T *a, int64_t batch, int64_t rows, int64_t cols);        \
-    void mica_convert_##S##_f64(T *out, const double *a, int64_t n);                               \
-    void mica_convert_##S##_f32(T *out, const float *a, int64_t n);
+    void mica_transpose_##S(T *out, const T *a, int64_t batch, int64_t rows, int64_t cols);
 MICA_KERNELS(double, f64)
 MICA_KERNELS(float, f32)
 #undef MICA_KERNELS
+
+/* float64(x) and float32(x) of n elements: out[i] = a[i], rounded to float32 when narrowing. */
+void mica_convert_f64_f32(double *out, const float *a, int64_t n);
+void mica_convert_f32_f64(float *out, const double *a, int64_t n);
 
 /* Dynamic tensor operations check shapes at run time and allocate their result. */
 #define MICA_DYNAMIC_OPS(T, S)                                                                     \

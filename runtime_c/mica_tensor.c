@@ -17,12 +17,6 @@ void *mica_resize(void *data, int64_t old_count, int64_t new_count, size_t size,
     return fresh;
 }
 
-void *mica_clone(const void *data, int64_t count, size_t size) {
-    void *copy = mica_alloc((size_t)count * size, 0);
-    if (count > 0) memcpy(copy, data, (size_t)count * size);
-    return copy;
-}
-
 /* rows * cols of a dynamic tensor, which must be a count memory could hold. */
 int64_t mica_extent_product(int64_t rows, int64_t cols, int line) {
     int64_t count;
@@ -34,6 +28,15 @@ int64_t mica_extent_product(int64_t rows, int64_t cols, int line) {
 
 void mica_check_shape(int64_t got, int64_t want, int line, const char *what) {
     if (got != want) mica_trapf(line, "shape mismatch: %lld %s where %lld are needed", (long long)got, what, (long long)want);
+}
+
+/* Between the two float types only: the same type needs no conversion. */
+void mica_convert_f64_f32(double *out, const float *a, int64_t n) {
+    for (int64_t i = 0; i < n; i++) out[i] = (double)a[i];
+}
+
+void mica_convert_f32_f64(float *out, const double *a, int64_t n) {
+    for (int64_t i = 0; i < n; i++) out[i] = (float)a[i];
 }
 
 #define MICA_PER_FLOAT "mica_dynamic.inc"
