@@ -58,36 +58,23 @@ static inline void mica_enter(int64_t frame_bytes) {
 
 /* ------------------------------------------------------------ integers */
 
+/* + - * of integers. The builtins' result wraps (it is the exact one modulo
+ * 2^64), so r is right at every tier; only the checked tiers trap. */
 static inline int64_t mica_add(int64_t a, int64_t b, int line) {
     int64_t r;
-#if MICA_CHECKS
-    if (__builtin_add_overflow(a, b, &r)) mica_trap(line, "integer overflow");
-#else
-    (void)line;
-    r = (int64_t)((uint64_t)a + (uint64_t)b);
-#endif
+    if (__builtin_add_overflow(a, b, &r) && MICA_CHECKS) mica_trap(line, "integer overflow");
     return r;
 }
 
 static inline int64_t mica_sub(int64_t a, int64_t b, int line) {
     int64_t r;
-#if MICA_CHECKS
-    if (__builtin_sub_overflow(a, b, &r)) mica_trap(line, "integer overflow");
-#else
-    (void)line;
-    r = (int64_t)((uint64_t)a - (uint64_t)b);
-#endif
+    if (__builtin_sub_overflow(a, b, &r) && MICA_CHECKS) mica_trap(line, "integer overflow");
     return r;
 }
 
 static inline int64_t mica_mul(int64_t a, int64_t b, int line) {
     int64_t r;
-#if MICA_CHECKS
-    if (__builtin_mul_overflow(a, b, &r)) mica_trap(line, "integer overflow");
-#else
-    (void)line;
-    r = (int64_t)((uint64_t)a * (uint64_t)b);
-#endif
+    if (__builtin_mul_overflow(a, b, &r) && MICA_CHECKS) mica_trap(line, "integer overflow");
     return r;
 }
 
@@ -109,26 +96,21 @@ static inline int64_t mica_mod(int64_t a, int64_t b, int line) {
     return a % b;
 }
 
+/* At the checked tiers, a trap unless low <= x <= high; `what` names x. */
+static inline void mica_check_range(const char *what, int64_t x, int64_t low, int64_t high, int line) {
+    if (MICA_CHECKS && (x < low || x > high))
+        mica_trapf(line, "%s %lld out of range %lld..%lld", what, (long long)x, (long long)low, (long long)high);
+}
+
 /* An index into low..high, made zero-based. */
 static inline int64_t mica_index(int64_t i, int64_t low, int64_t high, int line) {
-#if MICA_CHECKS
-    if (i < low || i > high) mica_trapf(line, "index %lld out of range %lld..%lld", (long long)i, (long long)low, (long long)high);
-#else
-    (void)high;
-    (void)line;
-#endif
+    mica_check_range("index", i, low, high, line);
     return i - low;
 }
 
 /* A value stored into a narrower integer type. */
 static inline int64_t mica_narrow(int64_t x, int64_t low, int64_t high, int line) {
-#if MICA_CHECKS
-    if (x < low || x > high) mica_trapf(line, "value %lld out of range %lld..%lld", (long long)x, (long long)low, (long long)high);
-#else
-    (void)low;
-    (void)high;
-    (void)line;
-#endif
+    mica_check_range("value", x, low, high, line);
     return x;
 }
 
@@ -178,7 +160,6 @@ bool mica_file_exists(mica_string path);
 /* Widths right-align in that many columns (0: none); decimals < 0: shortest
  * form that reads back to the same bits. */
 void mica_write_str(mica_string s, int64_t width);
-void mica_write_cstr(const char *s);
 void mica_write_int(int64_t x, int64_t width);
 void mica_write_bool(bool x, int64_t width);
 void mica_write_f64(double x, int64_t width, int64_t decimals);
@@ -214,7 +195,6 @@ MICA_DYNAMIC_TENSOR(uint8_t, mica_dyn_u8)
  * buffer of `count` elements of `size` bytes, keeping the common prefix and
  * zeroing the rest. */
 void *mica_resize(void *data, int64_t old_count, int64_t new_count, size_t size, int line);
-void *mica_clone(const void *data, int64_t count, size_t size);
 void mica_check_shape(int64_t got, int64_t want, int line, const char *what);
 
 /* ------------------------------------------------------------ tensor kernels */
@@ -240,12 +220,14 @@ void mica_check_shape(int64_t got, int64_t want, int line, const char *what);
     void mica_neg_##S(T *out, const T *a, int64_t n);                                              \
     void mica_matmul_##S(T *out, const T *a, const T *b, int64_t m, int64_t k, int64_t n);         \
     void mica_bmm_##S(T *out, const T *a, const T *b, int64_t batch, int64_t m, int64_t k, int64_t n); \
-    void mica_transpose_##S(T *out, const T *a, int64_t batch, int64_t rows, int64_t cols);        \
-    void mica_convert_##S##_f64(T *out, const double *a, int64_t n);                               \
-    void mica_convert_##S##_f32(T *out, const float *a, int64_t n);
+    void mica_transpose_##S(T *out, const T *a, int64_t batch, int64_t rows, int64_t cols);
 MICA_KERNELS(double, f64)
 MICA_KERNELS(float, f32)
 #undef MICA_KERNELS
+
+/* float64(x) and float32(x) of n elements: out[i] = a[i], rounded to float32 when narrowing. */
+void mica_convert_f64_f32(double *out, const float *a, int64_t n);
+void mica_convert_f32_f64(float *out, const double *a, int64_t n);
 
 /* Dynamic tensor operations check shapes at run time and allocate their result. */
 #define MICA_DYNAMIC_OPS(T, S)                                                                     \

@@ -17,19 +17,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-void mica_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                   const float *a, int64_t lda, const float *b, int64_t ldb,
-                   float *c, int64_t ldc, bool accumulate);
-void mica_gemm_f64(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                   const double *a, int64_t lda, const double *b, int64_t ldb,
-                   double *c, int64_t ldc, bool accumulate);
-
-void mica_gemm_reference_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                             const float *a, int64_t lda, const float *b, int64_t ldb,
-                             float *c, int64_t ldc, bool accumulate);
-void mica_gemm_reference_f64(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                             const double *a, int64_t lda, const double *b, int64_t ldb,
-                             double *c, int64_t ldc, bool accumulate);
+#define MICA_GEMM(T, S)                                                                                           \
+    void mica_gemm_##S(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T *a, int64_t lda,      \
+                       const T *b, int64_t ldb, T *c, int64_t ldc, bool accumulate);                              \
+    void mica_gemm_reference_##S(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T *a,         \
+                                 int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc, bool accumulate);
+MICA_GEMM(float, f32)
+MICA_GEMM(double, f64)
+#undef MICA_GEMM
 
 /* The instruction set the fast path runs on: "avx512", "avx2", "sse2" or
  * "neon". On x86_64 it is chosen once from CPUID (mica_cpu.h); MICA_ISA or

@@ -161,20 +161,23 @@ static mica_node *binary(const char *kernel, mica_backward_fn backward, mica_nod
 mica_node *mica_gt_add(mica_node *a, mica_node *b, int line) { return binary("mica_add", add_back, a, b, line); }
 mica_node *mica_gt_sub(mica_node *a, mica_node *b, int line) { return binary("mica_sub", sub_back, a, b, line); }
 
+/* gin += kernel(g, other), elementwise, when in needs it: the backward of a product or a quotient. */
+static void pass_back_by(mica_node *out, const char *kernel, mica_node *in, mica_node *other) {
+    if (in->needs_grad)
+        mica_gpu_launch(K(kernel, out->dtype), out->count, out->line, "pppi", DG(in), DG(out), DP(other),
+                        (int64_t)out->count);
+}
+
 static void mul_back(mica_node *out) {
-    mica_node *a = out->in[0], *b = out->in[1];
-    if (a->needs_grad)
-        mica_gpu_launch(K("mica_mul_back", out->dtype), out->count, out->line, "pppi", DG(a), DG(out), DP(b), (int64_t)out->count);
-    if (b->needs_grad)
-        mica_gpu_launch(K("mica_mul_back", out->dtype), out->count, out->line, "pppi", DG(b), DG(out), DP(a), (int64_t)out->count);
+    pass_back_by(out, "mica_mul_back", out->in[0], out->in[1]);
+    pass_back_by(out, "mica_mul_back", out->in[1], out->in[0]);
 }
 
 mica_node *mica_gt_mul(mica_node *a, mica_node *b, int line) { return binary("mica_mul", mul_back, a, b, line); }
 
 static void div_back(mica_node *out) {
     mica_node *a = out->in[0], *b = out->in[1];
-    if (a->needs_grad)
-        mica_gpu_launch(K("mica_div_back_a", out->dtype), out->count, out->line, "pppi", DG(a), DG(out), DP(b), (int64_t)out->count);
+    pass_back_by(out, "mica_div_back_a", a, b);
     if (b->needs_grad)
         mica_gpu_launch(K("mica_div_back_b", out->dtype), out->count, out->line, "ppppi", DG(b), DG(out), DP(out), DP(b),
                         (int64_t)out->count);

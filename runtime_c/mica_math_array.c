@@ -1,9 +1,9 @@
 /* mica_math_array.c: the elementary functions over arrays, bit for bit the
  * scalar ones (mica_math_array.h).
  *
- * Why the bits agree. Each lane of mica_math_array_kernel.h repeats the
- * scalar function's operations one by one (that file gives the rules for
- * turning branches into selects), and
+ * Why the bits agree. Each lane of mica_math_array.inc repeats the scalar
+ * function's operations one by one (that file gives the rules for turning
+ * branches into selects), and
  *   - vector and scalar + - * / are the same IEEE operations, correctly
  *     rounded to nearest-even: SSE2/AVX2/AVX-512 use the MXCSR the scalar
  *     SSE2 code uses, NEON the FPCR of the scalar aarch64 code; neither
@@ -11,10 +11,10 @@
  *   - nothing is fused: the pragma below forbids contraction even if a build
  *     leaves -ffp-contract=on (AVX-512F brings FMA instructions with it),
  *     and there is no fast-math;
- *   - integer steps ((int)kd, (double)k) give the same integers: the kernel
+ *   - integer steps ((int)kd, (T)k) give the same integers: the kernel
  *     reads (int)kd from the bits of kd + SHIFT (whose low bits hold it) and
- *     makes (double)k the reverse way, exactly (SSE2 and AVX2 cannot convert
- *     between double and int64); (float)k is a plain, exact conversion.
+ *     makes (T)k the reverse way, exactly (SSE2 and AVX2 cannot convert
+ *     between double and int64; float takes the same path).
  * tests/test_math_array.py checks every function against the scalar one on
  * about a million inputs, for every instruction set, at -O0 and -O2, and on
  * aarch64.
@@ -35,6 +35,11 @@
 #include <string.h>
 
 #define MICA_MATH_ARRAY_FUNCTIONS(X) X(exp) X(log) X(tanh) X(sigmoid) X(gelu) X(gelu_grad) X(silu) X(silu_grad)
+
+// V(name): name in the instruction set being compiled (VNAME).
+#define VCAT2(x, y) x##_##y
+#define VCAT(x, y) VCAT2(x, y)
+#define V(name) VCAT(name, VNAME)
 
 #define VB 16
 #define VNAME base

@@ -1,16 +1,44 @@
 /* mica_math_consts.h: the constants of Mica's elementary functions.
  *
- * Internal, not a public header. The scalar functions (mica_math.c) and
- * their array forms (mica_math_array.c) must use the same constants to give
+ * Internal, not a public header. The scalar functions (mica_math.inc) and
+ * their array forms (mica_math_array.inc) must use the same constants to give
  * the same bits, so both take them from here; nothing else belongs here.
- * docs/math.md lists them with their bit patterns (for PTX literals), and
- * tools/fit_math.py regenerates the polynomials.
+ * Each comes in a pair, NAME_F64 and NAME_F32, which code written once for
+ * both types names K(NAME) (mica_per_float.h). docs/math.md lists them with
+ * their bit patterns (for PTX literals), and tools/fit_math.py regenerates
+ * the polynomials.
  *
- * Polynomials: P<i> multiplies t^i. Horner starts from the highest index:
- * p = P<n-1>; p = P<i> + t*p for i = n-2 down to 0.
+ * Polynomials are tables: P[i] multiplies t^i. Horner starts from the
+ * highest index: p = P[n-1]; p = P[i] + t*p for i = n-2 down to 0.
  */
 #ifndef MICA_MATH_CONSTS_H
 #define MICA_MATH_CONSTS_H
+
+/* ------------------------------------------------------------ the formats */
+
+/* Fraction bits, exponent bias, and the exponents of the normal numbers. */
+#define FRAC_BITS_F64 52
+#define BIAS_F64 1023
+#define EMAX_F64 1023
+#define EMIN_F64 -1022
+#define FRAC_BITS_F32 23
+#define BIAS_F32 127
+#define EMAX_F32 127
+#define EMIN_F32 -126
+
+/* Bits: the canonical nan (the same on every machine), +inf, 1.0, the fraction. */
+#define NAN_BITS_F64 0x7ff8000000000000ull
+#define INF_BITS_F64 0x7ff0000000000000ull
+#define ONE_BITS_F64 0x3ff0000000000000ull
+#define FRAC_MASK_F64 0x000fffffffffffffull
+#define NAN_BITS_F32 0x7fc00000u
+#define INF_BITS_F32 0x7f800000u
+#define ONE_BITS_F32 0x3f800000u
+#define FRAC_MASK_F32 0x007fffffu
+
+/* The least normal number, 2^EMIN. */
+#define MIN_NORMAL_F64 0x1p-1022
+#define MIN_NORMAL_F32 0x1p-126f
 
 /* ------------------------------------------------------------ scale */
 
@@ -35,13 +63,13 @@
 #define ROUND_SHIFT_F32 0x1.8p23f
 
 /* R(r) = r*(e^r+1)/(e^r-1) ~ 2 + t*P(t), t = r^2 */
-#define EXP_P4_F64 0x1.63769eac97872p-25
-#define EXP_P3_F64 -0x1.bbd41c68779a6p-20
-#define EXP_P2_F64 0x1.1566aaf25da36p-14
-#define EXP_P1_F64 -0x1.6c16c16bebd5fp-9
-#define EXP_P0_F64 0x1.555555555553ep-3
-#define EXP_P1_F32 -0x1.6aa4dcp-9f
-#define EXP_P0_F32 0x1.55551ep-3f
+static const double EXP_P_F64[] = {
+    0x1.555555555553ep-3, -0x1.6c16c16bebd5fp-9, 0x1.1566aaf25da36p-14, -0x1.bbd41c68779a6p-20,
+    0x1.63769eac97872p-25,
+};
+static const float EXP_P_F32[] = {
+    0x1.55551ep-3f, -0x1.6aa4dcp-9f,
+};
 
 /* exp(x) is +inf above EXP_OVERFLOW (exp(709.79) is past DBL_MAX) and +0
  * below EXP_UNDERFLOW (half the least subnormal). */
@@ -62,17 +90,13 @@
 #define LOG_NORMALIZE_F32 0x1p25f
 
 /* R(z) = z*L(z), z = s^2 */
-#define LOG_L6_F64 0x1.2f05638d18115p-3
-#define LOG_L5_F64 0x1.39a1bab75a498p-3
-#define LOG_L4_F64 0x1.74663ee862d48p-3
-#define LOG_L3_F64 0x1.c71c52095d99ep-3
-#define LOG_L2_F64 0x1.24924941f123cp-2
-#define LOG_L1_F64 0x1.999999997fdb8p-2
-#define LOG_L0_F64 0x1.5555555555592p-1
-#define LOG_L3_F32 0x1.e2f664p-3f
-#define LOG_L2_F32 0x1.2438d8p-2f
-#define LOG_L1_F32 0x1.999a7ap-2f
-#define LOG_L0_F32 0x1.555554p-1f
+static const double LOG_L_F64[] = {
+    0x1.5555555555592p-1, 0x1.999999997fdb8p-2, 0x1.24924941f123cp-2, 0x1.c71c52095d99ep-3,
+    0x1.74663ee862d48p-3, 0x1.39a1bab75a498p-3, 0x1.2f05638d18115p-3,
+};
+static const float LOG_L_F32[] = {
+    0x1.555554p-1f, 0x1.999a7ap-2f, 0x1.2438d8p-2f, 0x1.e2f664p-3f,
+};
 
 /* ------------------------------------------------------------ tanh */
 
@@ -85,22 +109,14 @@
 #define TANH_ONE_F32 10.0f
 
 /* tanh(a) = a + a^3*P(a^2) */
-#define TANH_P10_F64 -0x1.47110a0ef7d05p-16
-#define TANH_P9_F64 0x1.5d7459cdd09a5p-14
-#define TANH_P8_F64 -0x1.e96fc5af94354p-13
-#define TANH_P7_F64 0x1.3483ae89f617ap-11
-#define TANH_P6_F64 -0x1.7d8fd3ac866cp-10
-#define TANH_P5_F64 0x1.d6d29b96d2174p-9
-#define TANH_P4_F64 -0x1.226e2f147a69dp-7
-#define TANH_P3_F64 0x1.664f485970a04p-6
-#define TANH_P2_F64 -0x1.ba1ba1b97d88dp-5
-#define TANH_P1_F64 0x1.111111111079fp-3
-#define TANH_P0_F64 -0x1.555555555554fp-2
-#define TANH_P4_F32 -0x1.9b3046p-8f
-#define TANH_P3_F32 0x1.593d06p-6f
-#define TANH_P2_F32 -0x1.b9287ap-5f
-#define TANH_P1_F32 0x1.110d26p-3f
-#define TANH_P0_F32 -0x1.55554ap-2f
+static const double TANH_P_F64[] = {
+    -0x1.555555555554fp-2, 0x1.111111111079fp-3, -0x1.ba1ba1b97d88dp-5, 0x1.664f485970a04p-6,
+    -0x1.226e2f147a69dp-7, 0x1.d6d29b96d2174p-9, -0x1.7d8fd3ac866cp-10, 0x1.3483ae89f617ap-11,
+    -0x1.e96fc5af94354p-13, 0x1.5d7459cdd09a5p-14, -0x1.47110a0ef7d05p-16,
+};
+static const float TANH_P_F32[] = {
+    -0x1.55554ap-2f, 0x1.110d26p-3f, -0x1.b9287ap-5f, 0x1.593d06p-6f, -0x1.9b3046p-8f,
+};
 
 /* ------------------------------------------------------------ sigmoid, gelu, silu */
 

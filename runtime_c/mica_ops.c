@@ -13,21 +13,8 @@ static void mica_for_rows(int64_t rows, int64_t cols, mica_task_fn body, void *j
         mica_parallel_for(rows, body, job);
 }
 
-#define T double
-#define S f64
-#define DTYPE MICA_F64
-#include "mica_ops.inc"
-#undef T
-#undef S
-#undef DTYPE
-
-#define T float
-#define S f32
-#define DTYPE MICA_F32
-#include "mica_ops.inc"
-#undef T
-#undef S
-#undef DTYPE
+#define MICA_PER_FLOAT "mica_ops.inc"
+#include "mica_per_float.h"
 
 /* float32(x) and float64(x) of a tracked value: the gradient converts back. */
 static void convert_backward(mica_node *out) {

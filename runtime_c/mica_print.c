@@ -224,10 +224,6 @@ static void write_fixed(double x, int64_t width, int64_t decimals) {
     mica_free(text);
 }
 
-void mica_write_cstr(const char *s) {
-    emit(s, strlen(s));
-}
-
 void mica_write_str(mica_string s, int64_t width) {
     for (int64_t pad = width - s.len; pad > 0; pad--) emit(" ", 1);
     emit(s.data ? s.data : "", (size_t)s.len);

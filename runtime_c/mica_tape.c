@@ -33,10 +33,6 @@ size_t mica_dtype_size(int dtype) {
     return dtype == MICA_F64 ? sizeof(double) : sizeof(float);
 }
 
-bool mica_tape_open(void) {
-    return tape.open;
-}
-
 void (*mica_tape_device_reset)(void);
 void *(*mica_tape_device_zeros)(int64_t bytes, int line);
 

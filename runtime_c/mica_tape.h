@@ -50,7 +50,6 @@ typedef struct {
 
 void mica_tape_begin(int line);
 void mica_tape_end(void);
-bool mica_tape_open(void);
 
 /* Arena memory for the current window (64-byte aligned, not zeroed). */
 void *mica_tape_alloc(size_t bytes);

@@ -1,7 +1,8 @@
 /* mica_tensor.c: plain tensor kernels and dynamic tensor storage.
  *
  * The kernels are written once in mica_tensor_kernels.inc and instantiated
- * here per float type; storage helpers in mica_dynamic.inc per element type.
+ * here per float type (mica_per_float.h); storage helpers in mica_dynamic.inc
+ * per element type.
  */
 #include "mica.h"
 
@@ -14,12 +15,6 @@ void *mica_resize(void *data, int64_t old_count, int64_t new_count, size_t size,
     if (data != NULL && keep > 0) memcpy(fresh, data, (size_t)keep * size);
     mica_free(data);
     return fresh;
-}
-
-void *mica_clone(const void *data, int64_t count, size_t size) {
-    void *copy = mica_alloc((size_t)count * size, 0);
-    if (count > 0) memcpy(copy, data, (size_t)count * size);
-    return copy;
 }
 
 /* rows * cols of a dynamic tensor, which must be a count memory could hold. */
@@ -35,19 +30,19 @@ void mica_check_shape(int64_t got, int64_t want, int line, const char *what) {
     if (got != want) mica_trapf(line, "shape mismatch: %lld %s where %lld are needed", (long long)got, what, (long long)want);
 }
 
-#define T double
-#define S f64
-#include "mica_dynamic.inc"
-#include "mica_tensor_kernels.inc"
-#undef T
-#undef S
+/* Between the two float types only: the same type needs no conversion. */
+void mica_convert_f64_f32(double *out, const float *a, int64_t n) {
+    for (int64_t i = 0; i < n; i++) out[i] = (double)a[i];
+}
 
-#define T float
-#define S f32
-#include "mica_dynamic.inc"
-#include "mica_tensor_kernels.inc"
-#undef T
-#undef S
+void mica_convert_f32_f64(float *out, const double *a, int64_t n) {
+    for (int64_t i = 0; i < n; i++) out[i] = (float)a[i];
+}
+
+#define MICA_PER_FLOAT "mica_dynamic.inc"
+#include "mica_per_float.h"
+#define MICA_PER_FLOAT "mica_tensor_kernels.inc"
+#include "mica_per_float.h"
 
 #define T int64_t
 #define S i64
