@@ -39,7 +39,7 @@ import pytest
 from device_programs import PROGRAMS, SHORT, TAPE, host_twin
 from helpers import EXAMPLES, build, build_text, run
 from micatool.compile import load_source, to_ptx
-from micatool.link import ptx
+from micatool.compile import ptx
 
 GPU_EXAMPLE = EXAMPLES / "gpu" / "gpu.mica"
 

@@ -92,7 +92,7 @@ class Lowering:
 
     def ptx(self) -> str:
         """The PTX module of the kernels the lowered program launches."""
-        from ..link import ptx
+        from . import ptx
 
         return ptx.render(sorted(self.kernels)) if self.kernels else ""
 

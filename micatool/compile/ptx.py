@@ -16,10 +16,12 @@ are errors that name the kernel.
 
 from __future__ import annotations
 
+import ast as python_ast
 import functools
 import itertools
+import operator
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Iterable
@@ -31,6 +33,8 @@ from ..diagnostics import InternalError
 
 FAMILIES = ("elementwise", "reductions", "rows", "products", "gather", "images", "optimizers")
 DTYPES = ("f32", "f64")
+# Every binary's PTX and `micatool emit-ptx` open with these bytes, so they still
+# name the module where the renderer was first written (micatool.link.ptx).
 HEADER = (
     "//\n// Mica kernels (micatool.link.ptx; templates in ptx/*.ptx.j2)\n//\n"
     ".version 7.0\n.target sm_70\n.address_size 64\n"
@@ -48,14 +52,62 @@ class Param:
     kind: str  # ptr, int, flag, scalar
 
 
+_ARITHMETIC = {python_ast.Add: operator.add, python_ast.Sub: operator.sub, python_ast.Mult: operator.mul,
+               python_ast.FloorDiv: operator.floordiv}
+
+
+@dataclass(frozen=True)
+class Extent:
+    """A launch extent a kernel's marker gives (`threads=rows * cols`): integers and
+    the names of the kernel's extents and flags (and `batch`, the grid's height),
+    joined by + - * // and parentheses. Read once with the templates; computed
+    at each launch from that launch's extents, all known at compile time."""
+
+    text: str
+    tree: python_ast.expr = field(compare=False, repr=False)
+
+    def of(self, extents: dict[str, int]) -> int:
+        return self._compute(self.tree, extents)
+
+    def _compute(self, node: python_ast.expr, extents: dict[str, int]) -> int:
+        if isinstance(node, python_ast.Constant):
+            return node.value
+        if isinstance(node, python_ast.Name):
+            value = extents[node.id]
+            if not isinstance(value, int):
+                raise PtxError(f"the launch extent {self.text!r} needs {node.id} as a number, found {value!r}")
+            return value
+        return _ARITHMETIC[type(node.op)](self._compute(node.left, extents), self._compute(node.right, extents))
+
+
+def parse_extent(text: str, names: set[str]) -> Extent:
+    """The marker's `text` as an Extent over `names`; a PtxError when it is anything else."""
+    try:
+        tree = python_ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        tree = None
+    if tree is None or not _arithmetic(tree, names):
+        raise PtxError(f"the launch extent {text!r} is not integer arithmetic (+ - * //) over "
+                       f"{', '.join(sorted(names))}")
+    return Extent(text.strip(), tree)
+
+
+def _arithmetic(node: python_ast.expr, names: set[str]) -> bool:
+    if isinstance(node, python_ast.BinOp):
+        return type(node.op) in _ARITHMETIC and _arithmetic(node.left, names) and _arithmetic(node.right, names)
+    if isinstance(node, python_ast.Constant):
+        return type(node.value) is int
+    return isinstance(node, python_ast.Name) and node.id in names
+
+
 @dataclass(frozen=True)
 class Kernel:
     name: str
     family: str
     dtype: str
     params: tuple[Param, ...]
-    threads: str  # how many threads to launch: Python over the parameter names
-    grid_y: str | None  # the grid's y extent when not 1 (gemm: the batch)
+    threads: Extent  # how many threads to launch
+    grid_y: Extent | None  # the grid's y extent when not 1 (gemm: the batch)
     calls: tuple[str, ...]  # device functions it needs
     text: str
 
@@ -231,13 +283,22 @@ _PARAM_KINDS = {"u64": "ptr", "s64": "int", "u32": "flag", "f32": "scalar", "f64
 def _kernel(family: str, dtype: str, name: str, attributes: str, text: str) -> Kernel:
     """A kernel's entry in KERNELS, read from its rendered text and its marker's attributes."""
     _check(name, text)
-    attrs = dict(part.strip().split("=", 1) for part in attributes.split(";"))
+    where = f"{family}.ptx.j2 ({dtype}): {name}"
     signature = re.search(r"\.entry\s+\w+\((.*?)\)", text, re.S)
-    if signature is None or "threads" not in attrs:
-        raise PtxError(f"{family}.ptx.j2 ({dtype}): {name} has no entry or no thread count")
+    if signature is None:
+        raise PtxError(f"{where} has no entry")
     params = tuple(Param(p, t, _PARAM_KINDS[t]) for t, p in re.findall(r"\.param\s+\.(\w+)\s+(\w+)", signature.group(1)))
     calls = tuple(dict.fromkeys(_CALL.findall(text)))
-    return Kernel(name, family, dtype, params, attrs["threads"], attrs.get("grid_y"), calls, text)
+    attrs = dict(part.strip().split("=", 1) for part in attributes.split(";"))
+    if "threads" not in attrs or not attrs.keys() <= {"threads", "grid_y"}:
+        raise PtxError(f"{where}: the marker says {attributes.strip()!r}, not threads=... and maybe grid_y=...")
+    names = {p.name for p in params if p.kind in ("int", "flag")} | {"batch"}
+    try:
+        threads = parse_extent(attrs["threads"], names)
+        grid_y = parse_extent(attrs["grid_y"], names) if "grid_y" in attrs else None
+    except PtxError as e:
+        raise PtxError(f"{where}: {e}") from None
+    return Kernel(name, family, dtype, params, threads, grid_y, calls, text)
 
 
 def _index() -> dict[str, Kernel]:
