@@ -1,8 +1,8 @@
-"""Compilation: Mica source -> AST -> analyzed program -> C program (CProgram).
+"""Compilation: Mica source -> AST -> analyzed program -> desugared program -> C program (CProgram).
 
 The driver calls front_end (parse and analyze, raising CompileError with every
-diagnostic) and compile_program (that, then lowering) in that order; nothing
-flows back upstream. The CProgram's fields say what the link stage needs to
+diagnostic) and compile_program (that, then desugar and lowering) in that
+order; nothing flows back upstream. The CProgram's fields say what the link stage needs to
 know (its C, its PTX, whether it uses the GPU, its kernels).
 """
 
@@ -16,6 +16,7 @@ from ..diagnostics import CompileError, Diagnostic, SourceFile
 from . import descent
 from .analyzer import Analysis, analyze
 from .cprogram import CProgram
+from .desugar import desugar
 from .lower import lower
 
 
@@ -67,4 +68,4 @@ def front_end(source: SourceFile) -> Analysis:
 
 
 def compile_program(source: SourceFile) -> CProgram:
-    return lower(front_end(source))
+    return lower(desugar(front_end(source)))
