@@ -1,9 +1,9 @@
-"""Compilation: Mica source -> AST -> analyzed program -> desugared program -> C program (CProgram).
+"""Compilation: Mica source -> AST -> analyzed program -> desugared program -> CProgram.
 
 The driver calls front_end (parse and analyze, raising CompileError with every
-diagnostic) and compile_program (that, then desugar and lowering) in that
-order; nothing flows back upstream. The CProgram's fields say what the link stage needs to
-know (its C, its PTX, whether it uses the GPU, its kernels).
+diagnostic) and compile_program (that, then desugar and lower) in that order;
+nothing flows back upstream. A CProgram's fields say what the link stage needs
+to know: its C, its PTX, whether it uses the GPU, the kernels it launches.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Image writer: static binaries in, one container image tarball out, no daemon.
 
-Takes one static ELF binary per platform ("linux/amd64", "linux/arm64"; read with pyelftools) and a
-tag, gives a single uncompressed tarball that is at the same time
+Takes one static ELF binary per platform ("linux/amd64", "linux/arm64"; checked
+with pyelftools) and a tag, gives a single uncompressed tarball that is at the
+same time
 
   * an OCI image layout: `oci-layout`, `index.json`, `blobs/sha256/<hex>`;
     index.json names one image index (annotated with the tag), and that index
