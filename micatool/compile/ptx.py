@@ -21,13 +21,13 @@ import functools
 import itertools
 import operator
 import re
+import struct
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Iterable
 
 import jinja2
-import numpy as np
 
 from ..diagnostics import InternalError
 
@@ -129,18 +129,26 @@ def _exact(text: str) -> Fraction:
     return -value if sign == "-" else value
 
 
-def _round_f32(q: Fraction) -> np.float32:
-    """q rounded once to float32, ties to even (as the C compiler reads `1.5e-3f`)."""
-    near = np.float32(float(q))
-    below, above = np.nextafter(near, np.float32(-np.inf)), np.nextafter(near, np.float32(np.inf))
-    best = min((abs(Fraction(float(x)) - q), int(x.view(np.uint32)) & 1, x) for x in (near, below, above))
-    return best[2]
+def _f32_bits(x: float) -> int:
+    """The bits of x rounded to float32 as a C cast rounds it (struct rounds so)."""
+    return struct.unpack("<I", struct.pack("<f", x))[0]
 
 
-def _bits(value, dtype: str) -> str:
-    if dtype == "f32":
-        return f"0f{int(np.float32(value).view(np.uint32)):08X}"
-    return f"0d{int(np.float64(value).view(np.uint64)):016X}"
+def _f32_value(bits: int) -> float:
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
+def _round_f32(q: Fraction) -> int:
+    """The bits of q rounded once to float32, ties to even (as the C compiler reads `1.5e-3f`):
+    the float32 nearest float(q) or one of its neighbours of the same sign."""
+    near = _f32_bits(float(q))
+    sign = near & 0x80000000
+    around = [b for b in (near - 1, near, near + 1) if b & 0x80000000 == sign and b & 0x7FFFFFFF < 0x7F800000]
+    return min(around, key=lambda b: (abs(Fraction(_f32_value(b)) - q), b & 1))
+
+
+def _f64_bits(x: float) -> int:
+    return struct.unpack("<Q", struct.pack("<d", x))[0]
 
 
 _SPECIAL = {
@@ -157,12 +165,15 @@ def literal(dtype: str, text: str) -> str:
     if text in _SPECIAL[dtype]:
         return _SPECIAL[dtype][text]
     q = _exact(text)
-    return _bits(_round_f32(q) if dtype == "f32" else float(q), dtype)
+    if dtype == "f32":
+        return f"0f{_round_f32(q):08X}"
+    return f"0d{_f64_bits(float(q)):016X}"
 
 
 def cast_literal(dtype: str, text: str) -> str:
     """`(T)1e-5`: the double literal, then converted to T (rounded twice for f32)."""
-    return _bits(np.float32(float(_exact(str(text)))) if dtype == "f32" else float(_exact(str(text))), dtype)
+    x = float(_exact(str(text)))
+    return f"0f{_f32_bits(x):08X}" if dtype == "f32" else f"0d{_f64_bits(x):016X}"
 
 
 # ------------------------------------------------------------ templates
