@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from micatool import targets  # noqa: E402
-from micatool.compile import load_source, to_c  # noqa: E402
+from micatool.compile import compile_program, load_source  # noqa: E402
 from micatool.link.build import cached_build  # noqa: E402
 from micatool.reference import Generator  # noqa: E402
 
@@ -125,8 +125,8 @@ def main() -> None:
     parser.add_argument("--program", default=str(GPT), help="a variant of the GPT to measure")
     args = parser.parse_args()
     k = constants(Path(args.program))
-    c_source = to_c(load_source(args.program))
-    binary = cached_build(c_source, targets.native(), "fast")
+    program = compile_program(load_source(args.program))
+    binary = cached_build(program, targets.native(), "fast")
     ids = corpus_ids(Path(args.corpus))
 
     with tempfile.TemporaryDirectory() as work:
@@ -154,7 +154,7 @@ def main() -> None:
 
     print("\nstatic binary, fast tier (stripped)")
     for target in ("aarch64-linux", "x86_64-linux"):
-        size = cached_build(c_source, targets.resolve(target), "fast").stat().st_size / 1024
+        size = cached_build(program, targets.resolve(target), "fast").stat().st_size / 1024
         print(f"  {target:<14} {size:8.1f} KiB   (seed 001: {SEED_SIZES_KIB[target]} KiB)")
 
 

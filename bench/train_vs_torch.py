@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from micatool import targets  # noqa: E402
-from micatool.compile import load_source, to_c  # noqa: E402
+from micatool.compile import compile_program, load_source  # noqa: E402
 from micatool.link.build import cached_build  # noqa: E402
 
 
@@ -43,7 +43,7 @@ def mica_binary(template: str, **constants) -> Path:
     with tempfile.TemporaryDirectory() as work:
         path = Path(work) / template
         path.write_text(text)
-        return cached_build(to_c(load_source(str(path))), targets.native(), "fast")
+        return cached_build(compile_program(load_source(str(path))), targets.native(), "fast")
 
 
 def best_of(rounds: int, command: list[str], env: dict) -> tuple[float, int]:

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from . import __version__, progress, targets
-from .compile import SourceError, front_end, load_source, to_c
+from .compile import CProgram, SourceError, compile_program, front_end, load_source
 from .diagnostics import REPORT_HINT, CompileError, InternalError
 from .link.image import ImageError
 from .link.size import BudgetError
@@ -48,14 +48,12 @@ def cmd_check(args) -> int:
 
 
 def cmd_emit_c(args) -> int:
-    sys.stdout.write(to_c(load_source(args.program)))
+    sys.stdout.write(compile_program(load_source(args.program)).c)
     return 0
 
 
 def cmd_emit_ptx(args) -> int:
-    from .compile import to_ptx
-
-    sys.stdout.write(to_ptx(load_source(args.program)))
+    sys.stdout.write(compile_program(load_source(args.program)).ptx)
     return 0
 
 
@@ -66,14 +64,17 @@ def cmd_explain(args) -> int:
     return 0
 
 
-def _build_binary(program: str, target: targets.Target, tier: str, output: Path | None) -> Path:
+def _build_binary(program: CProgram, target: targets.Target, tier: str, output: Path | None) -> Path:
     from .link import build
 
-    c_source = to_c(load_source(program))
     if output is None:
-        return build.cached_build(c_source, target, tier)
-    build.build(c_source, target, tier, output)
+        return build.cached_build(program, target, tier)
+    build.build(program, target, tier, output)
     return output
+
+
+def _compile(path: str) -> CProgram:
+    return compile_program(load_source(path))
 
 
 def output_path(args, default: str) -> Path:
@@ -89,21 +90,23 @@ def output_path(args, default: str) -> Path:
 
 def cmd_build(args) -> int:
     target = targets.resolve(args.target)
-    _build_binary(args.program, target, args.tier, output_path(args, Path(args.program).stem))
+    output = output_path(args, Path(args.program).stem)
+    _build_binary(_compile(args.program), target, args.tier, output)
     return 0
 
 
 def cmd_image(args) -> int:
-    from .link import build, image
+    from .link import image
 
-    if build.GPU_MARK in to_c(load_source(args.program)):
+    program = _compile(args.program)
+    if program.uses_gpu:
         raise image.ImageError(f"{args.program} uses the GPU: its binary is the glibc flavour (docs/gpu.md), "
                                "which a FROM scratch image cannot run; build it and ship it on a CUDA base image")
     output = output_path(args, Path(args.program).stem + ".tar")
     binaries = {}
     for word in args.platform.split(","):
         target = targets.resolve(word.strip())
-        binaries[target.platform] = _build_binary(args.program, target, "fast", None).read_bytes()
+        binaries[target.platform] = _build_binary(program, target, "fast", None).read_bytes()
     with progress.step(f"writing {output}"):
         info = image.write_image(binaries, args.tag, output)
     print(f"wrote {output}: {info.tag}, {len(binaries)} platform(s), index {info.index_digest}, {info.tarball_size} bytes")
@@ -119,10 +122,11 @@ def cmd_size(args) -> int:
     from .link import size
 
     rows, measured = [], {}
-    for program in args.program:
-        name = size.program_name(Path(program))
-        for word in args.target.split(","):
-            target = targets.resolve(word.strip())
+    wanted = [targets.resolve(word.strip()) for word in args.target.split(",")]
+    for path in args.program:
+        name = size.program_name(Path(path))
+        program = _compile(path)
+        for target in wanted:
             sizes = size.section_sizes(_build_binary(program, target, "fast", None))
             arch = target.name.split("-")[0]
             rows.append({"program": name, "target": arch, **sizes})
@@ -140,7 +144,7 @@ def cmd_size(args) -> int:
 
 def cmd_run(args) -> int:
     try:
-        binary = _build_binary(args.program, targets.native(), args.tier, None)
+        binary = _build_binary(_compile(args.program), targets.native(), args.tier, None)
     except Exception as e:
         raise RunFailed(e) from e
     sys.stdout.flush()

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from . import targets
 from .cache import write_atomically
-from .compile import to_c
+from .compile import compile_program
 from .diagnostics import CompileError, Diagnostic, Pos, SourceFile
 
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
@@ -91,7 +91,7 @@ def run_cell(notebook: Path, number: int, cell: Cell, tier: str) -> str:
 
     refused = "refused" in cell.program.info.split()[1:]
     try:
-        c_source = to_c(SourceFile(f"{notebook.name}#{number}", cell.program.text))
+        program = compile_program(SourceFile(f"{notebook.name}#{number}", cell.program.text))
     except CompileError as e:
         if refused:
             return str(e) + "\n"
@@ -100,7 +100,7 @@ def run_cell(notebook: Path, number: int, cell: Cell, tier: str) -> str:
                             for d in e.diagnostics], e.stopped) from None
     if refused:
         raise NotebookError(f"{notebook}:{cell.program.first + 1}: this cell says `refused`, but it compiles")
-    binary = build.cached_build(c_source, targets.native(), tier)
+    binary = build.cached_build(program, targets.native(), tier)
     done = subprocess.run([str(binary)], capture_output=True, cwd=notebook.parent)
     return (done.stdout + done.stderr).decode("utf-8", "replace")
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from micatool import targets
-from micatool.compile import load_source, to_c
+from micatool.compile import compile_program, load_source
 from micatool.link.build import cached_build
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +28,7 @@ def qemu() -> str | None:
 
 
 def build(path: Path, target: str = "x86_64-linux", tier: str = "checked") -> Path:
-    return cached_build(to_c(load_source(str(path))), targets.resolve(target), tier)
+    return cached_build(compile_program(load_source(str(path))), targets.resolve(target), tier)
 
 
 def build_text(tmp_path: Path, text: str, name: str = "prog.mica", **kw) -> Path:

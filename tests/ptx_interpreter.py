@@ -1,6 +1,6 @@
 """ptx_interpreter.py: runs Mica's PTX kernels thread by thread, without a GPU.
 
-Takes the PTX text micatool.link.ptx renders and a kernel's arguments; gives
+Takes the PTX text micatool.compile.ptx renders and a kernel's arguments; gives
 what the kernel wrote to memory. It knows the subset of PTX that ptx/*.ptx.j2
 writes and nothing more: a directive, an instruction, a type or a modifier
 outside that subset is an InterpreterError naming it, never a guess.

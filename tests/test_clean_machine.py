@@ -101,6 +101,21 @@ def test_an_installed_wheel_builds_and_runs_tracked_records(distributions, tmp_p
     assert (result.returncode, result.stdout) == (0, (EXAMPLES / "TrackedRecords" / "expected.txt").read_text())
 
 
+@pytest.mark.slow
+def test_an_installed_wheel_writes_the_ptx_a_checkout_writes(distributions, tmp_path_factory):
+    """The kernels' templates ship in the wheel, and rendering them needs nothing of the [test] extra."""
+    from micatool.compile import compile_program, load_source
+
+    bin_dir = installed_wheel(distributions, tmp_path_factory)
+    elsewhere = tmp_path_factory.mktemp("gpu-user")
+    (elsewhere / "gpu.mica").write_bytes((EXAMPLES / "gpu" / "gpu.mica").read_bytes())
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    done = subprocess.run([str(bin_dir / "micatool"), "emit-ptx", "gpu.mica"], cwd=elsewhere, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == compile_program(load_source(str(EXAMPLES / "gpu" / "gpu.mica"))).ptx != ""
+
+
 _installed: dict[str, Path] = {}
 
 

@@ -65,14 +65,14 @@ def test_binaries_are_static_elf_for_their_machine(target, machine, file_command
 
 def test_same_source_same_binary_bytes(tmp_path):
     from micatool import targets
-    from micatool.compile import load_source, to_c
+    from micatool.compile import compile_program, load_source
     from micatool.link.build import build as build_binary
 
-    c_source = to_c(load_source(str(program_of(EXAMPLES / "springs"))))
+    program = compile_program(load_source(str(program_of(EXAMPLES / "springs"))))
     for target in BOTH_TARGETS:
         first, second = tmp_path / f"a-{target}", tmp_path / f"b-{target}"
-        build_binary(c_source, targets.resolve(target), "fast", first)
-        build_binary(c_source, targets.resolve(target), "fast", second)
+        build_binary(program, targets.resolve(target), "fast", first)
+        build_binary(program, targets.resolve(target), "fast", second)
         assert first.read_bytes() == second.read_bytes()
 
 

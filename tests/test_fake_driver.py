@@ -38,8 +38,8 @@ import pytest
 
 from device_programs import PROGRAMS, SHORT, TAPE, host_twin
 from helpers import EXAMPLES, build, build_text, run
-from micatool.compile import load_source, to_ptx
-from micatool.link import ptx
+from micatool.compile import compile_program, load_source
+from micatool.compile import ptx
 
 GPU_EXAMPLE = EXAMPLES / "gpu" / "gpu.mica"
 
@@ -92,7 +92,7 @@ def test_the_gpu_gpt_prints_the_host_gpts_digits(fake_cuda, tmp_path):
     assert without_speed(device.stdout) == without_speed(host.stdout)
     assert "    1  4.565619   4.5514" in device.stdout.splitlines()[4]
     launched = {line.split()[0] for line in log.read_text().splitlines()}
-    embedded = set(re.findall(r"\.visible \.entry (\w+)\(", to_ptx(load_source(str(EXAMPLES / "gpu" / "gpt.mica")))))
+    embedded = set(compile_program(load_source(str(EXAMPLES / "gpu" / "gpt.mica"))).kernels)
     assert launched == embedded  # every kernel the binary carries runs: forward, backward and Adam
     assert {"mica_gemm_f32", "mica_softmax_back_rows_f32", "mica_layernorm_back_rows_f32", "mica_gather_back_f32",
             "mica_cross_entropy_back_rows_f32", "mica_adam_step_f32"} <= launched
@@ -108,7 +108,7 @@ def test_the_device_tape_gives_the_hosts_gradients(element, fake_cuda, tmp_path)
     host, device, launched = run_both(fake_cuda, tmp_path, text, "tape")
     assert device.splitlines() == host.splitlines()
     assert [line.split()[0] for line in host.splitlines()] == ["l", "gx", "gw", "gg", "gb", "gt", "adam", "sgd"]
-    embedded = re.findall(r"\.visible \.entry (\w+)\(", to_ptx(load_source(str(tmp_path / "tape.mica"))))
+    embedded = compile_program(load_source(str(tmp_path / "tape.mica"))).kernels
     assert set(launched) == set(embedded)  # forward and backward: every kernel the binary carries runs
     assert sum(name.endswith(("_back_" + SHORT[element], "_back_rows_" + SHORT[element])) for name in set(launched)) >= 15
 

@@ -13,8 +13,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from micatool.compile import front_end
-from micatool.compile.lower import lower
+from micatool.compile import compile_program, front_end
 from micatool.compile.lark_parser import KEYWORDS, _lark
 from micatool.diagnostics import CompileError, Pos, SourceFile
 
@@ -53,7 +52,7 @@ SIMILAR = {"NAME": NAMES, "INT": LITERALS, "FLOAT": LITERALS, "STRING": LITERALS
 def compiles_or_diagnoses(text: str) -> None:
     source = SourceFile("fuzz.mica", text)
     try:
-        lower(front_end(source))
+        compile_program(source)
     except CompileError as e:
         for d in e.diagnostics:
             assert 1000 <= d.code <= 7999

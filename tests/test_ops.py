@@ -20,7 +20,7 @@ from test_gradcheck import CASES
 
 from micatool.compile import front_end, ops
 from micatool.diagnostics import CompileError, SourceFile
-from micatool.link.ptx import KERNELS
+from micatool.compile.ptx import KERNELS
 
 TYPES = ("f32", "f64")
 # Ops with a device side that launch no kernel of their own: the crossings, and

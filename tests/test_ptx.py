@@ -1,4 +1,4 @@
-"""test_ptx.py: Mica's PTX kernels (ptx/*.ptx.j2, micatool.link.ptx), no GPU needed.
+"""test_ptx.py: Mica's PTX kernels (ptx/*.ptx.j2, micatool.compile.ptx), no GPU needed.
 
   - ptxas: every kernel, f32 and f64, in one module, assembles for sm_75,
     sm_80 and sm_90 (one ptxas run per target). ptxas is /usr/local/bin/ptxas
@@ -31,7 +31,7 @@ import pytest
 
 import ptx_interpreter as pi
 from helpers import find_ptxas
-from micatool.link import ptx
+from micatool.compile import ptx
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNTIME = ROOT / "runtime_c"
@@ -89,6 +89,19 @@ def test_render_writes_one_header_and_only_the_functions_needed():
 def test_unknown_kernels_are_named():
     with pytest.raises(ptx.PtxError, match="mica_frobnicate_f32, mica_add_f16"):
         ptx.render(["mica_add_f32", "mica_frobnicate_f32", "mica_add_f16"])
+
+
+def test_launch_extents_are_arithmetic_read_not_evaluated():
+    conv = ptx.KERNELS["mica_conv2d_f32"].threads
+    assert conv.of({"batch": 2, "cout": 3, "h": 5, "kh": 3, "w": 6, "kw": 2}) == 2 * 3 * 3 * 5
+    assert ptx.KERNELS["mica_gemm_f64"].grid_y.of({"batch": 7}) == 7
+    names = {"n", "rows"}
+    assert ptx.parse_extent("(n + 255) // 256 - rows", names).of({"n": 300, "rows": 1}) == 1
+    for text in ("__import__('os').system('true')", "n ** 2", "n / 2", "cols", "1.5", "n; n", "-n"):
+        with pytest.raises(ptx.PtxError, match="not integer arithmetic"):
+            ptx.parse_extent(text, names)
+    with pytest.raises(ptx.PtxError, match="needs n as a number"):
+        ptx.parse_extent("n", names).of({"n": "mica_t1.rows"})
 
 
 @pytest.mark.parametrize("line, why", [
@@ -718,7 +731,7 @@ def run_interpreter(module: pi.Module, case: Case, block: int = 16) -> list[byte
             assert param.ptx == kernel.dtype, f"{case.kernel}: {param.name} is no scalar of {kernel.dtype}"
             values.append(a.value)
     extents = {p.name: v for p, v in zip(kernel.params, values) if p.kind == "int"}
-    threads = eval(kernel.threads, {"__builtins__": {}}, extents)  # noqa: S307 (the template's own expression)
+    threads = kernel.threads.of(extents)
     grid_x = max(1, -(-threads // block))
     pi.launch(module, case.kernel, values, memory, grid=(grid_x, case.grid_y), block=block)
     return [memory.array(address, dtype).tobytes() for address, dtype in buffers]

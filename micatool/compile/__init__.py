@@ -1,7 +1,9 @@
-"""Compilation: Mica source -> AST -> analyzed program -> C.
+"""Compilation: Mica source -> AST -> analyzed program -> desugared program -> CProgram.
 
 The driver calls front_end (parse and analyze, raising CompileError with every
-diagnostic) and to_c (lowering) in that order; nothing flows back upstream.
+diagnostic) and compile_program (that, then desugar and lower) in that order;
+nothing flows back upstream. A CProgram's fields say what the link stage needs
+to know: its C, its PTX, whether it uses the GPU, the kernels it launches.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from pathlib import Path
 from ..diagnostics import CompileError, Diagnostic, SourceFile
 from . import descent
 from .analyzer import Analysis, analyze
+from .cprogram import CProgram
+from .desugar import desugar
 from .lower import lower
 
 
@@ -63,14 +67,5 @@ def front_end(source: SourceFile) -> Analysis:
             gc.enable()
 
 
-def to_c(source: SourceFile) -> str:
-    return lower(front_end(source))
-
-
-def to_ptx(source: SourceFile) -> str:
-    """The PTX module a program's binary embeds (empty when it uses no kernel)."""
-    from .lower import Lowering
-
-    lowering = Lowering(front_end(source))
-    lowering.render()
-    return lowering.ptx()
+def compile_program(source: SourceFile) -> CProgram:
+    return lower(desugar(front_end(source)))

@@ -5,6 +5,8 @@ folds constants (Expr.folded), checks shapes, places, borrows and tracked
 values, and reports every error it finds in source order. Routine bodies are
 analyzed once with their shape variables as symbols; each call binds them
 (Call.binding) and the lowering instantiates the routine per binding.
+It changes no syntax: the forms that mean another (a routine named without
+parentheses is a call) are noted in the Analysis, and desugar.py rewrites them.
 """
 
 from __future__ import annotations
@@ -66,6 +68,10 @@ class Analysis:
     records: list[Record]
     routines: list[RoutineSymbol]
     tape_routines: set = field(default_factory=set)  # routines that run inside windows
+    # what desugar.py rewrites, noted while checking: the tree is still as written
+    bare_statements: list[tuple[ast.CallStmt, ast.Call]] = field(default_factory=list)  # `Report;`
+    bare_values: list[tuple[ast.Name, ast.Call]] = field(default_factory=list)  # `t := Clock`
+    repeated_first: list[ast.Binary] = field(default_factory=list)  # v + m, v - m: v repeats at every row of m
 
 
 def analyze(source: SourceFile, program: ast.Program) -> Analysis:
@@ -118,6 +124,9 @@ class Analyzer:
         # where gradients would end: the place, the diagnostic, the routine, inside a window
         self.untrackings: list[tuple[ast.Node, int, str, RoutineSymbol | None, bool]] = []
         self.calls_lending: list[tuple[ast.Call, RoutineSymbol]] = []  # calls with address arguments
+        self.bare_statements: list[tuple[ast.CallStmt, ast.Call]] = []
+        self.bare_values: list[tuple[ast.Name, ast.Call]] = []
+        self.repeated_first: list[ast.Binary] = []
         self.check_context = CheckContext(self)  # what the vocabulary's checkers see of all this
 
     def error(self, where, code: int, message: str) -> Type:
@@ -140,7 +149,8 @@ class Analyzer:
         self.check_gradient_uses(tape_routines)
         self.check_untrackings(inside)
         return Analysis(
-            self.source, program, self.global_vars, self.global_consts, self.records, self.routines, tape_routines
+            self.source, program, self.global_vars, self.global_consts, self.records, self.routines, tape_routines,
+            self.bare_statements, self.bare_values, self.repeated_first
         )
 
     def declaration(self, decl: ast.Node, scope: Scope) -> None:
@@ -497,9 +507,9 @@ class Analyzer:
 
     def stmt_CallStmt(self, s: ast.CallStmt):
         call = s.call
-        if isinstance(call, ast.Name):
+        if isinstance(call, ast.Name):  # a procedure named without parentheses: checked as the call it is
             call = ast.Call(call.line, call.col, call, [])
-            s.call = call
+            self.bare_statements.append((s, call))
         if not isinstance(call, ast.Call):
             self.error(call, 2008, "a statement must be an assignment or a call")
             return
@@ -693,11 +703,10 @@ class Analyzer:
         if isinstance(symbol, VarSymbol):
             self.note_use(symbol, reading=self.writing is not e)
             return symbol.type
-        if isinstance(symbol, RoutineSymbol | BuiltinSymbol):
+        if isinstance(symbol, RoutineSymbol | BuiltinSymbol):  # named without parentheses: checked as the call it is
             call = ast.Call(e.line, e.col, ast.Name(e.line, e.col, e.ident), [])
-            t = self.expr_Call(call, expected, False)
-            e.symbol = call
-            return t
+            self.bare_values.append((e, call))
+            return self.expr(call, expected)
         if isinstance(symbol, TypeSymbol):
             return self.error(e, 4009, f"'{e.ident}' is a type, not a value")
         raise AssertionError(symbol)
@@ -953,7 +962,7 @@ class Analyzer:
         try:
             if repeated_left:  # the shapes meet with the repeated operand on the right
                 result = shapes.elementwise(rp, lp, op)
-                self.repeated_operand_last(e, rt)
+                self.repeated_first.append(e)
                 return Tracked(result) if tracked else result
             if op == "*":
                 result = shapes.product(lp, rp)
@@ -989,15 +998,6 @@ class Analyzer:
             element = FLOAT64
         result = Tensor(element, (), 0, True)
         return Tracked(result) if is_tracked(lt) or is_tracked(rt) else result
-
-    def repeated_operand_last(self, e: ast.Binary, rt: Type) -> None:
-        """v + m is m + v, and v - m is -m + v, with the same bits: the operand repeated at
-        every row goes right, where the kernels and the tape take it."""
-        left = e.right
-        if e.op == "-":
-            left = ast.Unary(e.right.line, e.right.col, "-", e.right, ty=rt)
-            e.op = "+"
-        e.left, e.right = left, e.left
 
     def promote(self, a: Scalar, b: Scalar, ea: ast.Expr, eb: ast.Expr) -> Scalar:
         """Mixed arithmetic: integers become floats; a constant takes the other side's float type."""

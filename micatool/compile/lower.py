@@ -1,4 +1,5 @@
-"""Lowering: Analysis -> C source (readable C that includes runtime_c/mica.h).
+"""Lowering: desugared Analysis -> CProgram (readable C that includes
+runtime_c/mica.h, the PTX of the kernels it launches, and whether it uses the GPU).
 
 The program's body becomes mica_program(); each routine becomes one C function
 per shape binding it is called with (Affine__2x3), found by a worklist from
@@ -24,6 +25,7 @@ from .. import __version__
 from . import ast
 from .analyzer import Analysis, is_dynamic_row
 from .ctypes import SUFFIX, CTypes, c_name
+from .cprogram import CProgram
 from .cvalue import CValue
 from .lower_expr import ExprLowering, balanced, passed_by_pointer
 from .lower_device import DeviceLowering, device_type
@@ -41,7 +43,7 @@ _templates = jinja2.Environment(
 )
 
 
-def lower(analysis: Analysis) -> str:
+def lower(analysis: Analysis) -> CProgram:
     return Lowering(analysis).render()
 
 
@@ -90,13 +92,7 @@ class Lowering:
             self.pending.append((routine, dict(binding), name, recording))
         return self.instances[key]
 
-    def ptx(self) -> str:
-        """The PTX module of the kernels the lowered program launches."""
-        from ..link import ptx
-
-        return ptx.render(sorted(self.kernels)) if self.kernels else ""
-
-    def render(self) -> str:
+    def render(self) -> CProgram:
         main = FunctionLowering(self, None, {}, recording=False)
         main_body = main.program_body(self.analysis)
         while self.pending:
@@ -106,8 +102,14 @@ class Lowering:
             self.functions.append(text)
         globals_ = [f"{self.types.name(v.type)} {c_name(v.name)}" for v in self.analysis.global_vars]
         source_name = self.analysis.source.name.rsplit("/", 1)[-1]
-        ptx_lines = [c_string_literal(line + "\n") for line in self.ptx().splitlines()] if self.types.uses_gpu else []
-        return _templates.get_template("program.c.j2").render(
+        kernels = tuple(sorted(self.kernels))
+        module = ""
+        if kernels:
+            from . import ptx  # its templates are read only for programs that launch kernels
+
+            module = ptx.render(kernels)
+        ptx_lines = [c_string_literal(line + "\n") for line in module.splitlines()] if self.types.uses_gpu else []
+        c = _templates.get_template("program.c.j2").render(
             gpu=self.types.uses_gpu,
             ptx_lines=ptx_lines or ['""'],
             version=__version__,
@@ -120,6 +122,7 @@ class Lowering:
             functions=self.functions,
             main_body=main_body,
         )
+        return CProgram(c, module, self.types.uses_gpu, kernels)
 
 
 @dataclass

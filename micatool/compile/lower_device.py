@@ -4,7 +4,7 @@ A device value is a `mica_dev` (its storage's device address and size). An
 operator with a device operand lowers here instead of to a host kernel (and a
 vocabulary call through its op's device lowering, ops/): a fresh device
 temporary for the result, and one `mica_gpu_launch` of the kernel that
-mirrors the host kernel (micatool.link.ptx lists each kernel's
+mirrors the host kernel (micatool.compile.ptx lists each kernel's
 parameters and thread count). The kernels a program launches are the only
 ones its binary embeds.
 """
@@ -40,7 +40,7 @@ class DeviceLowering:
     def launch(self, kernel: str, line: int, grid_y: int = 1, **args) -> None:
         """One kernel launch; args are C expressions keyed by the kernel's parameter names.
         grid_y is the grid's height, for kernels that take one (a batch of products)."""
-        from ..link.ptx import KERNELS
+        from .ptx import KERNELS
 
         spec = KERNELS[kernel]
         self.lowering.kernels.add(kernel)
@@ -52,8 +52,8 @@ class DeviceLowering:
             values.append(f"({VARARG_TYPE[letter]})({text})")  # varargs must arrive as the launcher reads them
             if param.kind in ("int", "flag"):
                 extents[param.name] = int(text) if text.lstrip("-").isdigit() else text
-        threads = eval(spec.threads, {}, extents)  # extents are compile-time numbers
-        grid = f"{threads}" if spec.grid_y is None else f"{threads}, {eval(spec.grid_y, {}, extents)}"
+        threads = spec.threads.of(extents)
+        grid = f"{threads}" if spec.grid_y is None else f"{threads}, {spec.grid_y.of(extents)}"
         self.line(f'mica_gpu_launch{"" if spec.grid_y is None else "_grid"}("{kernel}", {grid}, {line}, '
                   f'"{signature}", {", ".join(values)});')
 

@@ -194,8 +194,6 @@ class ExprLowering:
 
     def expr_Name(self, e: ast.Name, expected) -> CValue:
         symbol = e.symbol
-        if isinstance(symbol, ast.Call):  # a routine called without parentheses
-            return self.call(symbol)
         if isinstance(symbol, ShapeVarSymbol):
             return CValue(int_literal(self.binding[symbol.name]), INTEGER)
         if isinstance(symbol, ConstSymbol):

@@ -65,10 +65,6 @@ class RoutineSymbol(Symbol):
     has_tape: bool = False  # holds a tape window
 
     @property
-    def is_generic(self) -> bool:
-        return bool(self.shape_vars)
-
-    @property
     def is_function(self) -> bool:
         return self.decl.kind == "function"
 

@@ -239,14 +239,6 @@ def needs_drop(t: Type) -> bool:
     return False
 
 
-def is_float_scalar(t: Type) -> bool:
-    return isinstance(t, Scalar) and t.is_float
-
-
-def is_int_scalar(t: Type) -> bool:
-    return isinstance(t, Scalar) and t.is_integer
-
-
 def element_of(t: Type) -> Scalar | None:
     """The scalar a value is made of: itself for scalars, the element for tensors."""
     t = plain(t)

@@ -1,4 +1,4 @@
-"""Build: C source -> a static binary for one target and tier.
+"""Build: C program (micatool.compile.CProgram) -> a static binary for one target and tier.
 
 The runtime (runtime_c/*.c) is compiled once per target, tier and runtime
 version into libmica.a in the cache; a program is then one zig invocation
@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .. import progress, targets
 from ..cache import cache_dir, digest, write_atomically
+from ..compile.cprogram import CProgram
 from . import zig
 
 
@@ -57,26 +58,21 @@ def runtime_library(target: targets.Target, tier: str) -> Path:
     return archive
 
 
-GPU_MARK = "#define MICA_GPU 1"
-
-
-def flavour(c_source: str, target: targets.Target) -> targets.Target:
+def flavour(program: CProgram, target: targets.Target) -> targets.Target:
     """A GPU program is built against glibc, which can dlopen the driver (docs/gpu.md)."""
-    if GPU_MARK in c_source:
-        return targets.gpu_flavour(target)
-    return target
+    return targets.gpu_flavour(target) if program.uses_gpu else target
 
 
-def build(c_source: str, target: targets.Target, tier: str, output: Path) -> None:
-    """Compile generated C for target at tier into the binary `output`: static, or
+def build(program: CProgram, target: targets.Target, tier: str, output: Path) -> None:
+    """Compile the program's C for target at tier into the binary `output`: static, or
     the glibc flavour for a GPU program."""
-    target = flavour(c_source, target)
+    target = flavour(program, target)
     library = runtime_library(target, tier)
     flags = targets.tier_flags(tier) + targets.TIER_LINK_FLAGS[tier] + list(target.link_flags)
     sweep_stale_work()
     with progress.step(f"compiling for {target.name} ({tier})"), tempfile.TemporaryDirectory(prefix="mica-build-") as work:
         c_file = Path(work) / "program.c"
-        c_file.write_text(c_source)
+        c_file.write_text(program.c)
         binary = Path(work) / "program"
         zig.cc(
             ["-target", target.triple, *flags, *reproducible(work), "-Wl,--gc-sections", "-I", str(runtime_dir()),
@@ -102,11 +98,12 @@ def sweep_stale_work() -> None:
             continue
 
 
-def cached_build(c_source: str, target: targets.Target, tier: str) -> Path:
-    """The binary for this C, target and tier, reusing an earlier identical build."""
-    key = digest(zig.zig_version(), target.triple, tier, *reproducible("<work>"), c_source,
+def cached_build(program: CProgram, target: targets.Target, tier: str) -> Path:
+    """The binary for this program, target and tier, reusing an earlier identical build
+    (the C holds everything else the program is: its PTX too)."""
+    key = digest(zig.zig_version(), target.triple, tier, *reproducible("<work>"), program.c,
                  *(p.read_text() for p in runtime_sources()))
-    path = cache_dir() / "programs" / f"{key[:24]}-{flavour(c_source, target).name}-{tier}"
+    path = cache_dir() / "programs" / f"{key[:24]}-{flavour(program, target).name}-{tier}"
     if not path.exists():
-        build(c_source, target, tier, path)
+        build(program, target, tier, path)
     return path

@@ -1,7 +1,8 @@
 """Image writer: static binaries in, one container image tarball out, no daemon.
 
-Takes one static ELF binary per platform ("linux/amd64", "linux/arm64") and a
-tag, gives a single uncompressed tarball that is at the same time
+Takes one static ELF binary per platform ("linux/amd64", "linux/arm64"; checked
+with pyelftools) and a tag, gives a single uncompressed tarball that is at the
+same time
 
   * an OCI image layout: `oci-layout`, `index.json`, `blobs/sha256/<hex>`;
     index.json names one image index (annotated with the tag), and that index
@@ -36,10 +37,13 @@ import json
 import os
 import pathlib
 import re
-import struct
 import tarfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+from elftools.elf.enums import ENUM_E_MACHINE
 
 from ..cache import write_atomically
 
@@ -295,28 +299,23 @@ def check_binary(platform: str, data: bytes) -> None:
     """A static 64-bit little-endian ELF for the platform's machine, or a loud no.
 
     A dynamic binary would fail in a scratch image with a bare 'no such file'."""
-    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+    try:
+        elf = ELFFile(io.BytesIO(data))
+    except ELFError:
+        elf = None
+    if elf is None or elf.elfclass != 64 or not elf.little_endian:
         raise ImageError(f"the {platform} binary is not a 64-bit little-endian ELF file")
-    machine = struct.unpack_from("<H", data, 18)[0]
+    machine = ENUM_E_MACHINE.get(elf["e_machine"], elf["e_machine"])  # a machine pyelftools does not know stays a number
     if machine != PLATFORMS[platform].elf_machine:
         raise ImageError(f"the {platform} binary is built for ELF machine {machine}, "
                          f"not {PLATFORMS[platform].elf_machine}")
-    if has_interpreter(data):
+    try:
+        dynamic = any(segment["p_type"] == "PT_INTERP" for segment in elf.iter_segments())  # asks for a loader
+    except ELFError:
+        raise ImageError("the binary's program headers run past its end") from None
+    if dynamic:
         raise ImageError(f"the {platform} binary is dynamically linked; "
                          "a scratch image needs a static one")
-
-
-def has_interpreter(data: bytes) -> bool:
-    """Whether the ELF asks for a dynamic loader (a PT_INTERP program header)."""
-    phoff, = struct.unpack_from("<Q", data, 32)
-    phentsize, phnum = struct.unpack_from("<HH", data, 54)
-    for i in range(phnum):
-        start = phoff + i * phentsize
-        if start + 4 > len(data):
-            raise ImageError("the binary's program headers run past its end")
-        if struct.unpack_from("<I", data, start)[0] == 3:  # PT_INTERP
-            return True
-    return False
 
 
 # ---------------------------------------------------------------- tags

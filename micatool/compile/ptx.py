@@ -16,21 +16,25 @@ are errors that name the kernel.
 
 from __future__ import annotations
 
+import ast as python_ast
 import functools
 import itertools
+import operator
 import re
-from dataclasses import dataclass
+import struct
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Iterable
 
 import jinja2
-import numpy as np
 
 from ..diagnostics import InternalError
 
 FAMILIES = ("elementwise", "reductions", "rows", "products", "gather", "images", "optimizers")
 DTYPES = ("f32", "f64")
+# Every binary's PTX and `micatool emit-ptx` open with these bytes, so they still
+# name the module where the renderer was first written (micatool.link.ptx).
 HEADER = (
     "//\n// Mica kernels (micatool.link.ptx; templates in ptx/*.ptx.j2)\n//\n"
     ".version 7.0\n.target sm_70\n.address_size 64\n"
@@ -48,14 +52,62 @@ class Param:
     kind: str  # ptr, int, flag, scalar
 
 
+_ARITHMETIC = {python_ast.Add: operator.add, python_ast.Sub: operator.sub, python_ast.Mult: operator.mul,
+               python_ast.FloorDiv: operator.floordiv}
+
+
+@dataclass(frozen=True)
+class Extent:
+    """A launch extent a kernel's marker gives (`threads=rows * cols`): integers and
+    the names of the kernel's extents and flags (and `batch`, the grid's height),
+    joined by + - * // and parentheses. Read once with the templates; computed
+    at each launch from that launch's extents, all known at compile time."""
+
+    text: str
+    tree: python_ast.expr = field(compare=False, repr=False)
+
+    def of(self, extents: dict[str, int]) -> int:
+        return self._compute(self.tree, extents)
+
+    def _compute(self, node: python_ast.expr, extents: dict[str, int]) -> int:
+        if isinstance(node, python_ast.Constant):
+            return node.value
+        if isinstance(node, python_ast.Name):
+            value = extents[node.id]
+            if not isinstance(value, int):
+                raise PtxError(f"the launch extent {self.text!r} needs {node.id} as a number, found {value!r}")
+            return value
+        return _ARITHMETIC[type(node.op)](self._compute(node.left, extents), self._compute(node.right, extents))
+
+
+def parse_extent(text: str, names: set[str]) -> Extent:
+    """The marker's `text` as an Extent over `names`; a PtxError when it is anything else."""
+    try:
+        tree = python_ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        tree = None
+    if tree is None or not _arithmetic(tree, names):
+        raise PtxError(f"the launch extent {text!r} is not integer arithmetic (+ - * //) over "
+                       f"{', '.join(sorted(names))}")
+    return Extent(text.strip(), tree)
+
+
+def _arithmetic(node: python_ast.expr, names: set[str]) -> bool:
+    if isinstance(node, python_ast.BinOp):
+        return type(node.op) in _ARITHMETIC and _arithmetic(node.left, names) and _arithmetic(node.right, names)
+    if isinstance(node, python_ast.Constant):
+        return type(node.value) is int
+    return isinstance(node, python_ast.Name) and node.id in names
+
+
 @dataclass(frozen=True)
 class Kernel:
     name: str
     family: str
     dtype: str
     params: tuple[Param, ...]
-    threads: str  # how many threads to launch: Python over the parameter names
-    grid_y: str | None  # the grid's y extent when not 1 (gemm: the batch)
+    threads: Extent  # how many threads to launch
+    grid_y: Extent | None  # the grid's y extent when not 1 (gemm: the batch)
     calls: tuple[str, ...]  # device functions it needs
     text: str
 
@@ -77,18 +129,26 @@ def _exact(text: str) -> Fraction:
     return -value if sign == "-" else value
 
 
-def _round_f32(q: Fraction) -> np.float32:
-    """q rounded once to float32, ties to even (as the C compiler reads `1.5e-3f`)."""
-    near = np.float32(float(q))
-    below, above = np.nextafter(near, np.float32(-np.inf)), np.nextafter(near, np.float32(np.inf))
-    best = min((abs(Fraction(float(x)) - q), int(x.view(np.uint32)) & 1, x) for x in (near, below, above))
-    return best[2]
+def _f32_bits(x: float) -> int:
+    """The bits of x rounded to float32 as a C cast rounds it (struct rounds so)."""
+    return struct.unpack("<I", struct.pack("<f", x))[0]
 
 
-def _bits(value, dtype: str) -> str:
-    if dtype == "f32":
-        return f"0f{int(np.float32(value).view(np.uint32)):08X}"
-    return f"0d{int(np.float64(value).view(np.uint64)):016X}"
+def _f32_value(bits: int) -> float:
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
+def _round_f32(q: Fraction) -> int:
+    """The bits of q rounded once to float32, ties to even (as the C compiler reads `1.5e-3f`):
+    the float32 nearest float(q) or one of its neighbours of the same sign."""
+    near = _f32_bits(float(q))
+    sign = near & 0x80000000
+    around = [b for b in (near - 1, near, near + 1) if b & 0x80000000 == sign and b & 0x7FFFFFFF < 0x7F800000]
+    return min(around, key=lambda b: (abs(Fraction(_f32_value(b)) - q), b & 1))
+
+
+def _f64_bits(x: float) -> int:
+    return struct.unpack("<Q", struct.pack("<d", x))[0]
 
 
 _SPECIAL = {
@@ -105,12 +165,15 @@ def literal(dtype: str, text: str) -> str:
     if text in _SPECIAL[dtype]:
         return _SPECIAL[dtype][text]
     q = _exact(text)
-    return _bits(_round_f32(q) if dtype == "f32" else float(q), dtype)
+    if dtype == "f32":
+        return f"0f{_round_f32(q):08X}"
+    return f"0d{_f64_bits(float(q)):016X}"
 
 
 def cast_literal(dtype: str, text: str) -> str:
     """`(T)1e-5`: the double literal, then converted to T (rounded twice for f32)."""
-    return _bits(np.float32(float(_exact(str(text)))) if dtype == "f32" else float(_exact(str(text))), dtype)
+    x = float(_exact(str(text)))
+    return f"0f{_f32_bits(x):08X}" if dtype == "f32" else f"0d{_f64_bits(x):016X}"
 
 
 # ------------------------------------------------------------ templates
@@ -231,13 +294,22 @@ _PARAM_KINDS = {"u64": "ptr", "s64": "int", "u32": "flag", "f32": "scalar", "f64
 def _kernel(family: str, dtype: str, name: str, attributes: str, text: str) -> Kernel:
     """A kernel's entry in KERNELS, read from its rendered text and its marker's attributes."""
     _check(name, text)
-    attrs = dict(part.strip().split("=", 1) for part in attributes.split(";"))
+    where = f"{family}.ptx.j2 ({dtype}): {name}"
     signature = re.search(r"\.entry\s+\w+\((.*?)\)", text, re.S)
-    if signature is None or "threads" not in attrs:
-        raise PtxError(f"{family}.ptx.j2 ({dtype}): {name} has no entry or no thread count")
+    if signature is None:
+        raise PtxError(f"{where} has no entry")
     params = tuple(Param(p, t, _PARAM_KINDS[t]) for t, p in re.findall(r"\.param\s+\.(\w+)\s+(\w+)", signature.group(1)))
     calls = tuple(dict.fromkeys(_CALL.findall(text)))
-    return Kernel(name, family, dtype, params, attrs["threads"], attrs.get("grid_y"), calls, text)
+    attrs = dict(part.strip().split("=", 1) for part in attributes.split(";"))
+    if "threads" not in attrs or not attrs.keys() <= {"threads", "grid_y"}:
+        raise PtxError(f"{where}: the marker says {attributes.strip()!r}, not threads=... and maybe grid_y=...")
+    names = {p.name for p in params if p.kind in ("int", "flag")} | {"batch"}
+    try:
+        threads = parse_extent(attrs["threads"], names)
+        grid_y = parse_extent(attrs["grid_y"], names) if "grid_y" in attrs else None
+    except PtxError as e:
+        raise PtxError(f"{where}: {e}") from None
+    return Kernel(name, family, dtype, params, threads, grid_y, calls, text)
 
 
 def _index() -> dict[str, Kernel]:

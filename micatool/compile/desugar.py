@@ -1,0 +1,69 @@
+"""Desugaring: Analysis -> the same Analysis, its tree in the one form lowering takes for each meaning.
+
+The analyzer checks the program as written and notes the forms that stand for
+another; once every check has passed, this pass rewrites them in the tree:
+
+    Report;           a procedure named without parentheses: the call Report()
+    t := Clock        a function named as a value, wherever it stands: Clock()
+    v + m, v - m      v repeated at every row of m: m + v and -m + v, the same
+                      bits, with the repeated operand on the right, where the
+                      kernels and the tape take it
+
+The new nodes carry the types the analyzer gave the forms they replace.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from . import ast
+from .analyzer import Analysis
+
+
+def desugar(analysis: Analysis) -> Analysis:
+    for statement, call in analysis.bare_statements:
+        statement.call = call
+    for e in analysis.repeated_first:
+        repeated_operand_last(e)
+    if analysis.bare_values:
+        calls = {id(name): call for name, call in analysis.bare_values}
+        replace_within(analysis.program, calls)
+        # a variable's symbol holds its initial value too, which may itself be one of the names
+        for var in analysis.global_vars + [v for routine in analysis.routines for v in routine.locals]:
+            var.init = calls.get(id(var.init), var.init)
+    return analysis
+
+
+def repeated_operand_last(e: ast.Binary) -> None:
+    left = e.right
+    if e.op == "-":
+        left = ast.Unary(e.right.line, e.right.col, "-", e.right, ty=e.right.ty)
+        e.op = "+"
+    e.left, e.right = left, e.left
+
+
+def replace_within(node: ast.Node, calls: dict[int, ast.Call]) -> None:
+    """Put each call in place of the name it stands for (keyed by the name's id), anywhere under node."""
+    for name in _syntax(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, ast.Node):
+                    value[i] = _replaced(item, calls)
+        elif isinstance(value, ast.Node):
+            setattr(node, name, _replaced(value, calls))
+
+
+def _replaced(node: ast.Node, calls: dict[int, ast.Call]) -> ast.Node:
+    call = calls.get(id(node))
+    if call is not None:
+        return call
+    replace_within(node, calls)
+    return node
+
+
+@functools.cache
+def _syntax(cls: type) -> tuple[str, ...]:
+    """The fields of a node class that hold syntax: annotations and positions compare=False."""
+    return tuple(f.name for f in dataclasses.fields(cls) if f.compare)
