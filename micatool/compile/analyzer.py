@@ -20,16 +20,7 @@ from ..diagnostics import Pos, Reporter, SourceFile
 from . import ast, ops, residency, shapes
 from .ops.checking import CheckContext
 from .ops.conversions import check_conversion
-from .symbols import (
-    BuiltinSymbol,
-    ConstSymbol,
-    RoutineSymbol,
-    Scope,
-    ShapeVarSymbol,
-    Symbol,
-    TypeSymbol,
-    VarSymbol,
-)
+from .symbols import BuiltinSymbol, ConstSymbol, RoutineSymbol, Scope, ShapeVarSymbol, Symbol, TypeSymbol, VarSymbol
 from .types import (
     BOOLEAN,
     ERROR,
@@ -47,10 +38,10 @@ from .types import (
     Tensor,
     Tracked,
     Type,
+    element_of,
     has_tracked,
     holds_dynamic,
     is_tracked,
-    element_of,
     plain,
     storage_bytes,
     substitute,

@@ -248,3 +248,16 @@ static void {name}__move({name} *dst, {name} src) {{
     {name}__drop(dst);
     *dst = src;
 }}"""
+
+
+def c_string_literal(text: str) -> str:
+    out = []
+    for byte in text.encode("utf-8", "surrogateescape"):  # a file name's bytes, whatever they are
+        char = chr(byte)
+        if char in '"\\':
+            out.append("\\" + char)
+        elif 32 <= byte < 127 and char != "?":
+            out.append(char)
+        else:
+            out.append(f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'

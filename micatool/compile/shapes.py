@@ -100,3 +100,16 @@ def unify(param: Type, arg: Type, binding: dict[str, Dim]) -> bool:
         elif p != a:
             return False
     return True
+
+
+def product_extents(left: Tensor, right: Tensor) -> tuple[int, int, int, int]:
+    """(batch, m, k, n) of a static product's matrix products, (m, k) by (k, n): batch
+    of them for a batched product, else batch 0 and one, the left's leading dimensions
+    folded into m (product's cases)."""
+    if left.rank == 1:  # (k) * (k, n)
+        return 0, 1, right.shape[0], right.shape[1]
+    k = left.shape[-1]
+    if right.rank <= 2:  # (..., m, k) * (k) or (k, n)
+        return 0, left.count // k, k, 1 if right.rank == 1 else right.shape[1]
+    m = left.shape[-2]  # (b, m, k) * (b, k, n)
+    return left.count // (m * k), m, k, right.shape[-1]

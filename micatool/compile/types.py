@@ -192,6 +192,12 @@ def storage_bytes(t: Type) -> int:
     return 0
 
 
+def element_count(t: Type) -> int:
+    """How many numbers a value of t holds: a tensor's elements, or 1."""
+    p = plain(t)
+    return p.count if isinstance(p, Tensor) else 1
+
+
 def plain(t: Type) -> Type:
     """The type without its tracked wrapper."""
     return t.inner if isinstance(t, Tracked) else t

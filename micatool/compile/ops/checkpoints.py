@@ -8,7 +8,7 @@ import json
 import math
 
 from .. import ast, residency
-from ..ctypes import c_name
+from ..ctypes import c_name, c_string_literal
 from ..cvalue import CValue
 from ..types import BOOLEAN, ERROR, VOID, Array, ErrorType, Record, Scalar, Tensor, Tracked, Type, plain
 from . import define
@@ -125,22 +125,20 @@ def checkpoint_description(analysis, leaves: list[tuple[str, Type, str]]) -> str
 
 
 def lower_checkpoint(f, call: ast.Call) -> CValue:
-    from ..lower import c_string_literal  # the emitter's quoting; lower.py imports this package first
-
-    path = f.borrow(f.value(call.args[0])).text
+    path = f.exprs.borrow(f.exprs.value(call.args[0])).text
     leaves = []
     for arg in call.args[1:]:
-        leaves += checkpoint_entries(f, place_path(arg), f.place(arg).text, f.concrete(arg.ty))
-    table = f.fresh()
-    f.line(f"mica_entry {table}[] = {{")
+        leaves += checkpoint_entries(f, place_path(arg), f.exprs.place(arg).text, f.concrete(arg.ty))
+    table = f.emit.fresh()
+    f.emit.line(f"mica_entry {table}[] = {{")
     for _, _, entry in leaves:
-        f.line(f"    {entry},")
-    f.line("};")
-    f.declared = True
+        f.emit.line(f"    {entry},")
+    f.emit.line("};")
+    f.emit.declared = True
     count, line = len(leaves), call.pos.line
     if call.callee.ident == "Save":
         description = c_string_literal(checkpoint_description(f.lowering.analysis, leaves))
-        f.line(f"mica_save({path}, {table}, {count}, {description}, {line});")
+        f.emit.line(f"mica_save({path}, {table}, {count}, {description}, {line});")
         return NOTHING
     must = "true" if f.discarded is call else "false"
     return CValue(f"mica_load({path}, {table}, {count}, {must}, {line})", Scalar("boolean"))

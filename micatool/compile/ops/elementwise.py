@@ -7,8 +7,7 @@ from __future__ import annotations
 from .. import ast, residency
 from ..ctypes import SUFFIX
 from ..cvalue import CValue, dtype_of
-from ..lower_device import count
-from ..types import ERROR, ErrorType, Scalar, Tensor, element_of, plain
+from ..types import ERROR, ErrorType, Scalar, Tensor, element_count, element_of, plain
 from . import TapeRecord, define
 from .checking import arity, mixes_dynamic_with_tracked, tensor_arg, touch, tracked_if, values
 from .lowering import args_of, extents, fresh_tensor, node_result, plain_arg, product, records
@@ -43,22 +42,22 @@ def lower_elementwise(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     s = SUFFIX[element_of(t)]
     if records(f, call):
-        return node_result(f, call, f.record(kernel, f.concrete(call.ty), [f.node(call.args[0], dtype_of(t))], call.pos.line))
+        return node_result(f, call, f.tape.record(kernel, f.concrete(call.ty), [f.tape.node(call.args[0], dtype_of(t))], call.pos.line))
     if isinstance(t, Scalar):
         x = plain_arg(f, call.args[0], t)
         return CValue(f"{SCALAR_FUNCTIONS[name]}_{s}({x.text})", t)
     x = plain_arg(f, call.args[0])
     out = fresh_tensor(f, t, x, call.pos.line)
-    f.line(f"mica_each_{kernel}_{s}({out.text}.e, {f.data(x)}, {product(extents(f, x))});")
+    f.emit.line(f"mica_each_{kernel}_{s}({out.text}.e, {f.exprs.data(x)}, {product(extents(f, x))});")
     return out
 
 
 def device_elementwise(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
-    x = f.untracked(f.value(call.args[0]))
-    out = f.device_temp(t, call.pos.line)
+    x = f.exprs.untracked(f.exprs.value(call.args[0]))
+    out = f.device.temp(t, call.pos.line)
     kernel = f"mica_each_{call.callee.ident.lower()}_{SUFFIX[element_of(t)]}"
-    f.launch(kernel, call.pos.line, out=f"{out.text}.ptr", x=f.device_data(x, call.pos.line), n=count(t))
+    f.device.launch(kernel, call.pos.line, out=f"{out.text}.ptr", x=f.device.data(x, call.pos.line), n=element_count(t))
     return out
 
 
@@ -94,27 +93,27 @@ def plain_mul(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     suffix = SUFFIX[t.element]
     if t.is_dynamic:
-        a = f.borrow(f.convert(left, t, call.pos.line)).text
-        b = f.borrow(f.convert(right, t, call.pos.line)).text
+        a = f.exprs.borrow(f.exprs.convert(left, t, call.pos.line)).text
+        b = f.exprs.borrow(f.exprs.convert(right, t, call.pos.line)).text
         return CValue(f"mica_dyn_mul_{suffix}({a}, {b}, {call.pos.line})", t, owned=True)
-    out = f.declare_uninitialized(t)
-    f.line(f"mica_mul_{suffix}({out}.e, {f.data(left)}, {f.data(right)}, {t.count});")
+    out = f.emit.declare_uninitialized(t)
+    f.emit.line(f"mica_mul_{suffix}({out}.e, {f.exprs.data(left)}, {f.exprs.data(right)}, {t.count});")
     return CValue(out, t, lvalue=True)
 
 
 def lower_mul(f, call: ast.Call) -> CValue:
     if records(f, call):
-        nodes = [f.node(arg) for arg in call.args]
-        return node_result(f, call, f.record("mul", f.concrete(call.ty), nodes, call.pos.line))
+        nodes = [f.tape.node(arg) for arg in call.args]
+        return node_result(f, call, f.tape.record("mul", f.concrete(call.ty), nodes, call.pos.line))
     return plain_mul(f, call)
 
 
 def device_mul(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
-    a, b = (f.untracked(f.value(x)) for x in call.args)
-    out = f.device_temp(t, call.pos.line)
-    f.launch(f"mica_mul_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
-                a=f.device_data(a, call.pos.line), b=f.device_data(b, call.pos.line), n=t.count)
+    a, b = (f.exprs.untracked(f.exprs.value(x)) for x in call.args)
+    out = f.device.temp(t, call.pos.line)
+    f.device.launch(f"mica_mul_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
+                a=f.device.data(a, call.pos.line), b=f.device.data(b, call.pos.line), n=t.count)
     return out
 
 

@@ -20,7 +20,7 @@ def runtime_call(function: str, result: Type, with_line: bool = False):
             args.append(str(call.pos.line))
         text = f"{function}({', '.join(args)})"
         if result is None:
-            f.line(text + ";")
+            f.emit.line(text + ";")
             return NOTHING
         return CValue(text, result, owned=result == STRING)
 

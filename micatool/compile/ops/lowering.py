@@ -1,8 +1,8 @@
 """What the vocabulary's lowerings share: extents as C expressions, result storage,
 and tape nodes.
 
-A lowering takes the function lowering (the emitter: f.line, f.value, f.declare,
-f.node, f.record, ...) and the call, and gives a CValue; a procedure's gives
+A lowering takes the function lowering (the emitter: f.emit.line, f.exprs.value, f.emit.declare,
+f.tape.node, f.tape.record, ...) and the call, and gives a CValue; a procedure's gives
 NOTHING, having emitted its C statement itself. Extents are C expressions:
 numbers for static shapes, `.rows`/`.cols` for dynamic ones.
 """
@@ -19,7 +19,7 @@ NOTHING = CValue("", BOOLEAN)
 
 def records(f, call: ast.Call) -> bool:
     """Does this call record on the tape (a tracked result inside a window)?"""
-    return f.in_window and isinstance(f.concrete(call.ty), Tracked)
+    return f.tape.in_window and isinstance(f.concrete(call.ty), Tracked)
 
 
 def extents(f, v: CValue) -> list[str]:
@@ -27,7 +27,7 @@ def extents(f, v: CValue) -> list[str]:
     t = plain(v.type)
     if not t.is_dynamic:
         return [str(d) for d in t.shape]
-    v = f.borrow(v)
+    v = f.exprs.borrow(v)
     return [f"{v.text}.rows"] if t.rank == 1 else [f"{v.text}.rows", f"{v.text}.cols"]
 
 
@@ -49,28 +49,28 @@ def rows_cols(f, v: CValue) -> tuple[str, str]:
 def fresh_tensor(f, t: Tensor, like: CValue | None, line: int, dims: list[str] | None = None) -> CValue:
     """Storage for a result: a temporary struct, or a new dynamic tensor."""
     if not t.is_dynamic:
-        return CValue(f.declare_uninitialized(t), t, lvalue=True)
+        return CValue(f.emit.declare_uninitialized(t), t, lvalue=True)
     e = dims if dims is not None else extents(f, like)
     rows, cols = (e[0], "1") if len(e) == 1 else (e[0], e[1])
-    name = f.declare(t, f"mica_dyn_new_{SUFFIX[t.element]}({rows}, {cols}, {line})")
+    name = f.emit.declare(t, f"mica_dyn_new_{SUFFIX[t.element]}({rows}, {cols}, {line})")
     return CValue(name, t, owned=True, lvalue=True)
 
 
 def node_result(f, call: ast.Call, init: str) -> CValue:
-    return CValue(f.new_node(init), f.concrete(call.ty), node=True)
+    return CValue(f.tape.new_node(init), f.concrete(call.ty), node=True)
 
 
 def plain_arg(f, arg: ast.Expr, t: Type | None = None) -> CValue:
-    v = f.untracked(f.value(arg))
-    return f.convert(v, t, arg.pos.line) if t is not None else v
+    v = f.exprs.untracked(f.exprs.value(arg))
+    return f.exprs.convert(v, t, arg.pos.line) if t is not None else v
 
 
 def args_of(f, call: ast.Call) -> list[CValue]:
-    return [f.untracked(f.value(arg)) for arg in call.args]
+    return [f.exprs.untracked(f.exprs.value(arg)) for arg in call.args]
 
 
 def borrowed_args(f, call: ast.Call) -> list[str]:
-    return [f.borrow(v).text if plain(v.type) == STRING or v.owned else v.text for v in args_of(f, call)]
+    return [f.exprs.borrow(v).text if plain(v.type) == STRING or v.owned else v.text for v in args_of(f, call)]
 
 def storage(f, place: CValue) -> tuple[str, str]:
     """Pointer to a lent float place's elements, and how many."""
@@ -81,4 +81,4 @@ def storage(f, place: CValue) -> tuple[str, str]:
 
 
 def numbers(f, call: ast.Call, indices, t: Scalar) -> list[str]:
-    return [f.convert(f.value(call.args[i]), t, call.pos.line).text for i in indices]
+    return [f.exprs.convert(f.exprs.value(call.args[i]), t, call.pos.line).text for i in indices]

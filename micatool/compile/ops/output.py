@@ -49,21 +49,21 @@ def lower_write(f, call: ast.Call) -> CValue:
     for arg in call.args:
         width, decimals = "0", "-1"
         if isinstance(arg, ast.FormatArg):
-            width = f.value(arg.width).text
+            width = f.exprs.value(arg.width).text
             if arg.decimals is not None:
-                decimals = f.value(arg.decimals).text
+                decimals = f.exprs.value(arg.decimals).text
             arg = arg.value
-        value = f.untracked(f.value(arg))
-        f.line(_write_statement(f, value, width, decimals) + ";")
+        value = f.exprs.untracked(f.exprs.value(arg))
+        f.emit.line(_write_statement(f, value, width, decimals) + ";")
     if call.callee.ident == "WriteLn":
-        f.line("mica_writeln();")
+        f.emit.line("mica_writeln();")
     return NOTHING
 
 
 def _write_statement(f, value: CValue, width: str, decimals: str) -> str:
     t = plain(value.type)
     if t == STRING:
-        return f"mica_write_str({f.borrow(value).text}, {width})"
+        return f"mica_write_str({f.exprs.borrow(value).text}, {width})"
     if t == BOOLEAN:
         return f"mica_write_bool({value.text}, {width})"
     if isinstance(t, Scalar) and t.is_integer:
@@ -71,7 +71,7 @@ def _write_statement(f, value: CValue, width: str, decimals: str) -> str:
     if isinstance(t, Scalar):
         return f"mica_write_{SUFFIX[t]}({value.text}, {width}, {decimals})"
     suffix = SUFFIX[t.element]
-    data, count = f.data(value), f.count(f.borrow(value))
+    data, count = f.exprs.data(value), f.exprs.count(f.exprs.borrow(value))
     if t.element.is_integer:
         plural = {"i64": "ints"}.get(suffix, suffix + "s")
         return f"mica_write_{plural}({data}, {count}, {width})"

@@ -24,11 +24,11 @@ def check_fill_random(a, call, expected):
 
 
 def lower_fill_random(f, call: ast.Call) -> CValue:
-    place = f.place(call.args[0].place)
+    place = f.exprs.place(call.args[0].place)
     e = element_of(place.type)
     data, count = storage(f, place)
     a, b = numbers(f, call, [1, 2], FLOAT64)
-    f.line(f"mica_{call.callee.ident.lower()}_{SUFFIX[e]}({data}, {count}, {a}, {b});")
+    f.emit.line(f"mica_{call.callee.ident.lower()}_{SUFFIX[e]}({data}, {count}, {a}, {b});")
     return NOTHING
 
 
@@ -37,12 +37,12 @@ define("Uniform", check=check_fill_random, lower=lower_fill_random)
 
 
 def lower_seed(f, call: ast.Call) -> CValue:
-    f.line(f"mica_seed({f.value(call.args[0]).text});")
+    f.emit.line(f"mica_seed({f.exprs.value(call.args[0]).text});")
     return NOTHING
 
 
 def lower_random_int(f, call: ast.Call) -> CValue:
-    return CValue(f"mica_random_int({f.value(call.args[0]).text}, {call.pos.line})", Scalar("integer"))
+    return CValue(f"mica_random_int({f.exprs.value(call.args[0]).text}, {call.pos.line})", Scalar("integer"))
 
 
 define("Seed", check=check_signature([INTEGER], VOID), lower=lower_seed)

@@ -6,8 +6,7 @@ from __future__ import annotations
 from .. import ast, residency
 from ..ctypes import SUFFIX
 from ..cvalue import CValue
-from ..lower_device import count
-from ..types import ERROR, ErrorType, Tensor, element_of, plain
+from ..types import ERROR, ErrorType, Tensor, element_count, element_of, plain
 from . import TapeRecord, define
 from .checking import arity, tensor_arg, touch, tracked_if, values, wrong
 from .lowering import extents, fresh_tensor, node_result, plain_arg, product, records, rows_cols
@@ -28,19 +27,19 @@ def lower_reduce(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     s = SUFFIX[element_of(t)]
     if records(f, call):
-        return node_result(f, call, f.record(kernel, f.concrete(call.ty), [f.node(call.args[0])], call.pos.line))
+        return node_result(f, call, f.tape.record(kernel, f.concrete(call.ty), [f.tape.node(call.args[0])], call.pos.line))
     x = plain_arg(f, call.args[0])
-    return CValue(f"mica_{kernel}_{s}({f.data(x)}, {product(extents(f, x))})", t)
+    return CValue(f"mica_{kernel}_{s}({f.exprs.data(x)}, {product(extents(f, x))})", t)
 
 
 def device_reduce(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
-    x = f.untracked(f.value(call.args[0]))
-    out = f.device_temp(t, call.pos.line)
+    x = f.exprs.untracked(f.exprs.value(call.args[0]))
+    out = f.device.temp(t, call.pos.line)
     name = call.callee.ident.lower()
     extra = {"where": 0} if name == "max" else {}  # Max's position matters only to its backward
-    f.launch(f"mica_{name}_{SUFFIX[element_of(t)]}", call.pos.line, out=f"{out.text}.ptr",
-                x=f.device_data(x, call.pos.line), n=count(x.type), **extra)
+    f.device.launch(f"mica_{name}_{SUFFIX[element_of(t)]}", call.pos.line, out=f"{out.text}.ptr",
+                x=f.device.data(x, call.pos.line), n=element_count(x.type), **extra)
     return out
 
 
@@ -70,21 +69,21 @@ def lower_sum_rows(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     s = SUFFIX[t.element]
     if records(f, call):
-        return node_result(f, call, f.record("sum_rows", f.concrete(call.ty), [f.node(call.args[0])], call.pos.line))
+        return node_result(f, call, f.tape.record("sum_rows", f.concrete(call.ty), [f.tape.node(call.args[0])], call.pos.line))
     x = plain_arg(f, call.args[0])
     rows, cols = rows_cols(f, x)
     out = fresh_tensor(f, t, None, call.pos.line, [cols])
-    f.line(f"mica_sum_rows_{s}({out.text}.e, {f.data(x)}, {rows}, {cols});")
+    f.emit.line(f"mica_sum_rows_{s}({out.text}.e, {f.exprs.data(x)}, {rows}, {cols});")
     return out
 
 
 def device_sum_rows(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
-    x = f.untracked(f.value(call.args[0]))
-    out = f.device_temp(t, call.pos.line)
+    x = f.exprs.untracked(f.exprs.value(call.args[0]))
+    out = f.device.temp(t, call.pos.line)
     cols = t.shape[0]
-    f.launch(f"mica_sum_rows_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
-                x=f.device_data(x, call.pos.line), rows=count(x.type) // cols, cols=cols)
+    f.device.launch(f"mica_sum_rows_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
+                x=f.device.data(x, call.pos.line), rows=element_count(x.type) // cols, cols=cols)
     return out
 
 

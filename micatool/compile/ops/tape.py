@@ -1,6 +1,6 @@
 """The tape's verbs: Backward runs the recorded window backward from one tracked
 number; Gradient reads what reached a tracked place. Both work on device places
-as on host ones (lower_tape.py)."""
+as on host ones (lower/tape.py)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def check_backward(a, call, expected):
 
 
 def lower_backward(f, call: ast.Call) -> CValue:
-    f.backward(call)
+    f.tape.backward(call)
     return NOTHING
 
 
@@ -65,7 +65,7 @@ def check_gradient(a, call, expected):
 
 
 def lower_gradient(f, call: ast.Call) -> CValue:
-    return f.gradient(call)
+    return f.tape.gradient(call)
 
 
 define("Gradient", check=check_gradient, lower=lower_gradient, device=lower_gradient)

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..diagnostics import InternalError
-from . import ast, ops
-from .ctypes import SUFFIX, c_name
-from .cvalue import CValue, dtype_of
-from .lower_device import uses_device
-from .ops.conversions import device_conversion, lower_conversion
-from .symbols import ConstSymbol, RoutineSymbol, ShapeVarSymbol, TypeSymbol, VarSymbol
-from .types import (
+from ...diagnostics import InternalError
+from .. import ast, ops, shapes
+from ..ctypes import SUFFIX, c_name, c_string_literal
+from ..cvalue import CValue, dtype_of
+from ..ops.conversions import device_conversion, lower_conversion
+from ..symbols import ConstSymbol, RoutineSymbol, ShapeVarSymbol, TypeSymbol, VarSymbol
+from ..types import (
     BOOLEAN,
     FLOAT32,
     FLOAT64,
@@ -35,7 +34,7 @@ from .types import (
     plain,
     substitute,
 )
-
+from .device import uses_device
 
 NON_FINITE = {"inf": "__builtin_inf()", "-inf": "(-__builtin_inf())", "nan": '__builtin_nan("")'}
 
@@ -68,8 +67,13 @@ def constant_text(value, t: Type) -> str:
     raise InternalError(f"no literal for {t}")
 
 
-class ExprLowering:
-    """Mixed into FunctionLowering: everything about expressions."""
+class Expressions:
+    """Expressions of one function: each becomes a C expression (CValue)."""
+
+    def __init__(self, f):
+        self.f = f  # the function being lowered, and through it the other parts
+        self.emit = f.emit
+
 
     # ============================================================ helpers
 
@@ -77,7 +81,7 @@ class ExprLowering:
         """Give v a name, so its address and elements can be taken."""
         if v.lvalue:
             return v
-        name = self.declare(v.type, v.text)
+        name = self.emit.declare(v.type, v.text)
         return CValue(name, v.type, owned=v.owned, lvalue=True)
 
     def borrow(self, v: CValue) -> CValue:
@@ -85,7 +89,7 @@ class ExprLowering:
         if not v.owned:
             return v
         v = self.materialize(v)
-        self.drops.append(self.types.drop(v.type, v.text))
+        self.emit.drops.append(self.f.types.drop(v.type, v.text))
         return replace(v, owned=False)
 
     def data(self, v: CValue) -> str:
@@ -101,14 +105,14 @@ class ExprLowering:
     def untracked(self, v: CValue) -> CValue:
         """The plain value of a tracked place or result."""
         if v.node:
-            return self.untracked_node(v)
+            return self.f.tape.untracked_node(v)
         if isinstance(v.type, Tracked):
             return CValue(f"{v.text}.v", v.type.inner, lvalue=v.lvalue)
         return v
 
     def convert(self, v: CValue, target: Type, line: int) -> CValue:
         """v as a value of type target (numeric promotions, narrowing checks, tensor storage changes)."""
-        target = plain(self.concrete(target))
+        target = plain(self.f.concrete(target))
         v = self.untracked(v)
         source = plain(v.type)
         if source == target:
@@ -118,8 +122,8 @@ class ExprLowering:
                 low, high = INTEGER_RANGES[target.name]
                 if (source.is_integer and INTEGER_RANGES[source.name][0] >= low and INTEGER_RANGES[source.name][1] <= high):
                     return CValue(v.text, target)
-                return CValue(f"({self.types.name(target)})mica_narrow({v.text}, {low}, {high}, {line})", target)
-            return CValue(f"({self.types.name(target)})({v.text})", target)
+                return CValue(f"({self.f.types.name(target)})mica_narrow({v.text}, {low}, {high}, {line})", target)
+            return CValue(f"({self.f.types.name(target)})({v.text})", target)
         if isinstance(source, Tensor) and isinstance(target, Tensor):
             return self.convert_tensor(v, source, target, line)
         raise InternalError(f"no conversion from {source} to {target}")
@@ -136,9 +140,9 @@ class ExprLowering:
             return CValue(f"mica_dyn_from_{suffix}({self.data(v)}, {rows}, {cols}, {line})", target, owned=True)
         if source.is_dynamic and not target.is_dynamic:
             dyn = self.borrow(v)
-            out = self.declare_uninitialized(target)
+            out = self.emit.declare_uninitialized(target)
             rows, cols = (target.shape[0], 1) if target.rank == 1 else (target.shape[0], target.shape[1])
-            self.line(f"mica_dyn_to_static_{suffix}({out}.e, {dyn.text}, {rows}, {cols}, {line});")
+            self.emit.line(f"mica_dyn_to_static_{suffix}({out}.e, {dyn.text}, {rows}, {cols}, {line});")
             return CValue(out, target, lvalue=True)
         raise InternalError(f"no tensor conversion from {source} to {target}")
 
@@ -149,19 +153,19 @@ class ExprLowering:
         to, frm = SUFFIX[element], SUFFIX[source.element]
         if source.is_dynamic:
             dyn = self.borrow(v)
-            out = self.declare(Tensor(element, None, source.rank), f"mica_dyn_new_{to}({dyn.text}.rows, {dyn.text}.cols, {line})")
-            self.line(f"mica_convert_{to}_{frm}({out}.e, {dyn.text}.e, {dyn.text}.rows * {dyn.text}.cols);")
+            out = self.emit.declare(Tensor(element, None, source.rank), f"mica_dyn_new_{to}({dyn.text}.rows, {dyn.text}.cols, {line})")
+            self.emit.line(f"mica_convert_{to}_{frm}({out}.e, {dyn.text}.e, {dyn.text}.rows * {dyn.text}.cols);")
             return CValue(out, Tensor(element, None, source.rank), owned=True, lvalue=True)
         result = Tensor(element, source.shape, 0, source.on_gpu)
-        out = self.declare_uninitialized(result)
-        self.line(f"mica_convert_{to}_{frm}({out}.e, {self.data(v)}, {source.count});")
+        out = self.emit.declare_uninitialized(result)
+        self.emit.line(f"mica_convert_{to}_{frm}({out}.e, {self.data(v)}, {source.count});")
         return CValue(out, result, lvalue=True)
 
     # ============================================================ entry points
 
     def value(self, e: ast.Expr, expected: Type | None = None) -> CValue:
         """Lower e for reading."""
-        t = self.concrete(e.ty)
+        t = self.f.concrete(e.ty)
         if e.folded is not None and plain(t) == STRING:
             return self.expr_StrLit(ast.StrLit(e.line, e.col, e.folded), expected)
         if e.folded is not None and isinstance(plain(t), Scalar):
@@ -178,8 +182,6 @@ class ExprLowering:
     # ============================================================ leaves
 
     def expr_StrLit(self, e: ast.StrLit, expected) -> CValue:
-        from .lower import c_string_literal
-
         data = e.value.encode("utf-8")
         return CValue(f"(mica_string){{{len(data)}, (char *){c_string_literal(e.value)}}}", STRING)
 
@@ -195,23 +197,23 @@ class ExprLowering:
     def expr_Name(self, e: ast.Name, expected) -> CValue:
         symbol = e.symbol
         if isinstance(symbol, ShapeVarSymbol):
-            return CValue(int_literal(self.binding[symbol.name]), INTEGER)
+            return CValue(int_literal(self.f.binding[symbol.name]), INTEGER)
         if isinstance(symbol, ConstSymbol):
             if symbol.type == STRING:
                 return self.expr_StrLit(ast.StrLit(e.line, e.col, symbol.value), expected)
             if isinstance(plain(symbol.type), Tensor):
-                return self.tensor_constant(symbol.value, self.concrete(symbol.type))
+                return self.tensor_constant(symbol.value, self.f.concrete(symbol.type))
             return CValue(constant_text(symbol.value, symbol.type), symbol.type)
         if isinstance(symbol, VarSymbol):
-            t = self.concrete(symbol.type)
-            if self.holds_node(symbol):
+            t = self.f.concrete(symbol.type)
+            if self.f.tape.holds_node(symbol):
                 return CValue(self.var_text(symbol), t, node=True)
             return CValue(self.var_text(symbol), t, lvalue=True)
         raise InternalError(f"cannot lower name {e.ident} -> {symbol}")
 
     def var_text(self, symbol: VarSymbol) -> str:
         name = c_name(symbol.name)
-        if symbol.role == "param" and symbol not in self.copied_params and not self.holds_node(symbol):
+        if symbol.role == "param" and symbol not in self.f.copied_params and not self.f.tape.holds_node(symbol):
             if symbol.by_address or (passed_by_pointer(symbol.type)):
                 return f"(*{name})"
         return name
@@ -219,14 +221,14 @@ class ExprLowering:
     def tensor_constant(self, values, t: Tensor) -> CValue:
         flat = _flatten(values)
         items = ", ".join(constant_text(x, t.element) for x in flat)
-        return CValue(f"(({self.types.name(t)}){{{{{items}}}}})", t)
+        return CValue(f"(({self.f.types.name(t)}){{{{{items}}}}})", t)
 
     def expr_TensorLit(self, e: ast.TensorLit, expected) -> CValue:
-        t = self.concrete(e.ty)
+        t = self.f.concrete(e.ty)
         items = []
         for item in _literal_items(e):
             items.append(self.convert(self.value(item), t.element, item.pos.line).text)
-        return CValue(f"(({self.types.name(t)}){{{{{', '.join(items)}}}}})", t)
+        return CValue(f"(({self.f.types.name(t)}){{{{{', '.join(items)}}}}})", t)
 
     # ============================================================ places
 
@@ -234,7 +236,7 @@ class ExprLowering:
         base = self.value(e.base)
         if base.owned:
             base = self.borrow(base)
-        return CValue(f"{base.text}.{c_name(e.name)}", self.concrete(e.ty), lvalue=base.lvalue)
+        return CValue(f"{base.text}.{c_name(e.name)}", self.f.concrete(e.ty), lvalue=base.lvalue)
 
     def expr_Index(self, e: ast.Index, expected) -> CValue:
         base = self.value(e.base)
@@ -278,24 +280,24 @@ class ExprLowering:
         tracked = isinstance(base.type, Tracked)
         part = t.element if len(indices) == t.rank else (
             Tensor(t.element, None, t.rank - len(indices)) if t.is_dynamic else t.with_shape(t.shape[len(indices):]))
-        if tracked and self.in_window:
-            return self.record_part(base, t, self.tensor_offset("", t, indices, line), part)
+        if tracked and self.f.tape.in_window:
+            return self.f.tape.record_part(base, t, self.tensor_offset("", t, indices, line), part)
         values = f"{base.text}.v" if tracked else base.text
         element = f"{values}.e[{self.tensor_offset(values, t, indices, line)}]"
         if len(indices) == t.rank:
             return CValue(element, part, lvalue=base.lvalue)
         if t.is_dynamic:
             return CValue(f"mica_dyn_from_{SUFFIX[t.element]}(&{element}, {values}.cols, 1, {line})", part, owned=True)
-        return CValue(f"(*({self.types.name(part)} *)&{element})", part, lvalue=base.lvalue)
+        return CValue(f"(*({self.f.types.name(part)} *)&{element})", part, lvalue=base.lvalue)
 
     # ============================================================ operators
 
     def expr_Unary(self, e: ast.Unary, expected) -> CValue:
-        t = self.concrete(e.ty)
-        if self.in_window and isinstance(t, Tracked):
-            return self.record_unary(e)
+        t = self.f.concrete(e.ty)
+        if self.f.tape.in_window and isinstance(t, Tracked):
+            return self.f.tape.record_unary(e)
         if uses_device(e):
-            return self.device_unary(e)
+            return self.f.device.unary(e)
         operand = self.untracked(self.value(e.operand))
         p = plain(t)
         if e.op == "not":
@@ -312,16 +314,16 @@ class ExprLowering:
         suffix = SUFFIX[t.element]
         if t.is_dynamic:
             return CValue(f"mica_dyn_neg_{suffix}({self.borrow(operand).text}, {line})", t, owned=True)
-        out = self.declare_uninitialized(t)
-        self.line(f"mica_neg_{suffix}({out}.e, {self.data(operand)}, {t.count});")
+        out = self.emit.declare_uninitialized(t)
+        self.emit.line(f"mica_neg_{suffix}({out}.e, {self.data(operand)}, {t.count});")
         return CValue(out, t, lvalue=True)
 
     def expr_Binary(self, e: ast.Binary, expected) -> CValue:
-        t = self.concrete(e.ty)
-        if self.in_window and isinstance(t, Tracked):
-            return self.record_binary(e)
+        t = self.f.concrete(e.ty)
+        if self.f.tape.in_window and isinstance(t, Tracked):
+            return self.f.tape.record_binary(e)
         if uses_device(e):
-            return self.device_binary(e)
+            return self.f.device.binary(e)
         op = e.op
         if op in ("and", "or"):
             return self.logical(e)
@@ -341,22 +343,22 @@ class ExprLowering:
     def logical(self, e: ast.Binary) -> CValue:
         """and/or short-circuit: a right side that needs temporaries runs only when reached."""
         left = self.value(e.left).text
-        outer = (self.lines, self.drops, self.declared)
-        self.lines, self.drops, self.declared = [], [], False
+        outer = (self.emit.lines, self.emit.drops, self.emit.declared)
+        self.emit.lines, self.emit.drops, self.emit.declared = [], [], False
         right = self.value(e.right).text
-        inner, drops, declared = self.lines, self.drops, self.declared
-        self.lines, self.drops, self.declared = outer
+        inner, drops, declared = self.emit.lines, self.emit.drops, self.emit.declared
+        self.emit.lines, self.emit.drops, self.emit.declared = outer
         c_op = "&&" if e.op == "and" else "||"
         if not (declared or drops):
-            self.lines.extend(inner)
+            self.emit.lines.extend(inner)
             return CValue(f"({_paren(left)} {c_op} {_paren(right)})", BOOLEAN)
-        flag = self.declare(BOOLEAN, left)
+        flag = self.emit.declare(BOOLEAN, left)
         test = flag if e.op == "and" else f"!{flag}"
-        self.line(f"if ({test}) {{")
-        self.lines.extend((depth + 1, text) for depth, text in inner)
-        self.lines.append((self.depth + 1, f"{flag} = {right};"))
-        self.lines.extend((self.depth + 1, d) for d in drops)
-        self.line("}")
+        self.emit.line(f"if ({test}) {{")
+        self.emit.lines.extend((depth + 1, text) for depth, text in inner)
+        self.emit.lines.append((self.emit.depth + 1, f"{flag} = {right};"))
+        self.emit.lines.extend((self.emit.depth + 1, d) for d in drops)
+        self.emit.line("}")
         return CValue(flag, BOOLEAN, lvalue=True)
 
     def comparison(self, op: str, left: CValue, right: CValue, common: Scalar | None, line: int) -> CValue:
@@ -392,28 +394,22 @@ class ExprLowering:
                 call = f"mica_dyn_{'add' if op == '+' else 'sub'}_rows_{suffix}({dyn_l.text}, {dyn_r.text}, {line})"
             return CValue(call, t, owned=True)
         a, b = self.data(left), self.data(right)
-        out = self.declare_uninitialized(t)
+        out = self.emit.declare_uninitialized(t)
         if op == "*":
-            self.line(self.product_call(suffix, out, a, b, lt, rt))
+            self.emit.line(self.product_call(suffix, out, a, b, lt, rt))
         elif lt.shape == rt.shape:
-            self.line(f"mica_{'add' if op == '+' else 'sub'}_{suffix}({out}.e, {a}, {b}, {t.count});")
+            self.emit.line(f"mica_{'add' if op == '+' else 'sub'}_{suffix}({out}.e, {a}, {b}, {t.count});")
         else:  # b repeats at every leading index of a
             cols = rt.count
-            self.line(f"mica_{'add' if op == '+' else 'sub'}_rows_{suffix}({out}.e, {a}, {b}, {lt.count // cols}, {cols});")
+            self.emit.line(f"mica_{'add' if op == '+' else 'sub'}_rows_{suffix}({out}.e, {a}, {b}, {lt.count // cols}, {cols});")
         return CValue(out, t, lvalue=True)
 
     def product_call(self, suffix: str, out: str, a: str, b: str, lt: Tensor, rt: Tensor) -> str:
         """The kernel call for a static product (shapes.product's cases)."""
-        if lt.rank == 1:  # (k) * (k, n)
-            return f"mica_matmul_{suffix}({out}.e, {a}, {b}, 1, {rt.shape[0]}, {rt.shape[1]});"
-        k = lt.shape[-1]
-        m = lt.count // k
-        if rt.rank == 1:  # (..., m, k) * (k)
-            return f"mica_matmul_{suffix}({out}.e, {a}, {b}, {m}, {k}, 1);"
-        if rt.rank == 2:  # (..., m, k) * (k, n)
-            return f"mica_matmul_{suffix}({out}.e, {a}, {b}, {m}, {k}, {rt.shape[1]});"
-        batch = lt.count // (lt.shape[-2] * k)
-        return f"mica_bmm_{suffix}({out}.e, {a}, {b}, {batch}, {lt.shape[-2]}, {k}, {rt.shape[-1]});"
+        batch, m, k, n = shapes.product_extents(lt, rt)
+        if batch:
+            return f"mica_bmm_{suffix}({out}.e, {a}, {b}, {batch}, {m}, {k}, {n});"
+        return f"mica_matmul_{suffix}({out}.e, {a}, {b}, {m}, {k}, {n});"
 
     def scaled(self, op: str, left: CValue, right: CValue, t: Tensor, line: int) -> CValue:
         """A tensor with a scalar: s * t, t * s, t / s, t + s, s + t, t - s, s - t."""
@@ -436,11 +432,11 @@ class ExprLowering:
             call = f"mica_dyn_rsub_{suffix}({args}, {dyn}, {line})" if kernel == "rsub" else f"mica_dyn_{kernel}_{suffix}({dyn}, {args}, {line})"
             return CValue(call, t, owned=True)
         a = self.data(tensor)
-        out = self.declare_uninitialized(t)
+        out = self.emit.declare_uninitialized(t)
         if kernel == "rsub":
-            self.line(f"mica_rsub_{suffix}({out}.e, {args}, {a}, {t.count});")
+            self.emit.line(f"mica_rsub_{suffix}({out}.e, {args}, {a}, {t.count});")
         else:
-            self.line(f"mica_{kernel}_{suffix}({out}.e, {a}, {args}, {t.count});")
+            self.emit.line(f"mica_{kernel}_{suffix}({out}.e, {a}, {args}, {t.count});")
         return CValue(out, t, lvalue=True)
 
     # ============================================================ calls
@@ -452,53 +448,53 @@ class ExprLowering:
         target = e.target
         if isinstance(target, RoutineSymbol):
             return self.routine_call(e, target)
-        records = self.in_window and isinstance(self.concrete(e.ty), Tracked)
+        records = self.f.tape.in_window and isinstance(self.f.concrete(e.ty), Tracked)
         if isinstance(target, TypeSymbol):
             if uses_device(e) and not records:
-                return device_conversion(self, e)
-            return lower_conversion(self, e)
+                return device_conversion(self.f, e)
+            return lower_conversion(self.f, e)
         op = ops.OPS[e.callee.ident]
         if uses_device(e) and not records:
-            return op.device(self, e)  # the analyzer admits GPU operands only where there is one
-        return op.lower(self, e)
+            return op.device(self.f, e)  # the analyzer admits GPU operands only where there is one
+        return op.lower(self.f, e)
 
     def routine_call(self, e: ast.Call, routine: RoutineSymbol) -> CValue:
-        binding = {k: (self.binding[v] if isinstance(v, str) else v) for k, v in (e.binding or {}).items()}
-        recording = self.recording_call(routine)
-        name = self.lowering.instance(routine, binding, recording)
+        binding = {k: (self.f.binding[v] if isinstance(v, str) else v) for k, v in (e.binding or {}).items()}
+        recording = self.f.tape.recording_call(routine)
+        name = self.f.lowering.instance(routine, binding, recording)
         # a by-pointer argument must not change under the callee's writes: copy it if they may
         written = {_root(arg.place) for arg in e.args if isinstance(arg, ast.AddressArg)} | routine.global_writes
         args = []
         for arg, param in zip(e.args, routine.params):
-            param_type = self.concrete(_bind(param.type, binding))
+            param_type = self.f.concrete(_bind(param.type, binding))
             if param.by_address:
                 args.append(f"&{self.place(arg.place).text}")
                 continue
             if recording and isinstance(param_type, Tracked):
-                args.append(self.node(arg, dtype_of(param_type)))
+                args.append(self.f.tape.node(arg, dtype_of(param_type)))
                 continue
             value = self.argument(arg, param_type)
             aliased = _root(arg) in written and not value.owned
             if passed_by_pointer(param_type):
                 if aliased and needs_drop(value.type):  # a deep copy: strings and dynamic parts too
-                    value = self.borrow(CValue(self.types.copy(value.type, value.text), value.type, owned=True))
+                    value = self.borrow(CValue(self.f.types.copy(value.type, value.text), value.type, owned=True))
                 elif aliased:
-                    value = CValue(self.declare(value.type, value.text), value.type, lvalue=True)
+                    value = CValue(self.emit.declare(value.type, value.text), value.type, lvalue=True)
                 args.append(f"&{self.materialize(value).text}")
             elif needs_drop(param_type):
                 if aliased:  # a shallow string or dynamic tensor must not share the lent storage
-                    value = CValue(self.types.copy(value.type, value.text), value.type, owned=True)
+                    value = CValue(self.f.types.copy(value.type, value.text), value.type, owned=True)
                 args.append(self.borrow(value).text)
             else:
                 args.append(value.text)
         result = _bind(routine.result, binding) if routine.result is not None else None
         text = f"{name}({', '.join(args)})"
         if result is None:
-            self.line(f"{text};")
+            self.emit.line(f"{text};")
             return CValue("", BOOLEAN)
-        result = self.concrete(result)
+        result = self.f.concrete(result)
         if recording and isinstance(result, Tracked):
-            return CValue(self.new_node(text), result, node=True)
+            return CValue(self.f.tape.new_node(text), result, node=True)
         return CValue(text, result, owned=needs_drop(result))
 
     def argument(self, arg: ast.Expr, param_type: Type) -> CValue:
@@ -511,8 +507,8 @@ class ExprLowering:
     def tracked_argument(self, value: CValue, param_type: Tracked, line: int) -> CValue:
         """Outside a window a tracked parameter receives the plain value, re-adopted."""
         v = self.convert(self.untracked(value), param_type.inner, line)
-        holder = self.declare(param_type)
-        self.line(f"{holder}.v = {v.text};")
+        holder = self.emit.declare(param_type)
+        self.emit.line(f"{holder}.v = {v.text};")
         return CValue(holder, param_type, lvalue=True)
 
 

@@ -11,39 +11,35 @@ ones its binary embeds.
 
 from __future__ import annotations
 
-from . import ast
-from .ctypes import SUFFIX
-from .cvalue import CValue
-from .types import INTEGER, Scalar, Tensor, Type, element_of, plain
+from .. import ast, shapes
+from ..ctypes import SUFFIX
+from ..cvalue import CValue
+from ..residency import on_gpu
+from ..types import INTEGER, Scalar, Tensor, Type, element_count, element_of, plain
 
 SIGNATURE = {"ptr": "p", "int": "i", "flag": "u"}
 VARARG_TYPE = {"p": "uint64_t", "i": "int64_t", "u": "int", "f": "double", "d": "double"}
 
 
-def device_type(t: Type) -> bool:
-    p = plain(t)
-    return isinstance(p, Tensor) and p.on_gpu
-
-
-def count(t: Type) -> int:
-    p = plain(t)
-    return p.count if isinstance(p, Tensor) else 1
-
-
 def byte_size(t: Type) -> int:
-    return count(t) * (8 if element_of(t).name in ("float64", "integer") else 4)
+    return element_count(t) * (8 if element_of(t).name in ("float64", "integer") else 4)
 
 
-class DeviceLowering:
-    """Mixed into FunctionLowering: launches, transfers and device temporaries."""
+class Device:
+    """One function's GPU side: launches, transfers, device temporaries and the operators on device values."""
+
+    def __init__(self, f):
+        self.f = f
+        self.emit = f.emit
+
 
     def launch(self, kernel: str, line: int, grid_y: int = 1, **args) -> None:
         """One kernel launch; args are C expressions keyed by the kernel's parameter names.
         grid_y is the grid's height, for kernels that take one (a batch of products)."""
-        from .ptx import KERNELS
+        from ..ptx import KERNELS
 
         spec = KERNELS[kernel]
-        self.lowering.kernels.add(kernel)
+        self.f.lowering.kernels.add(kernel)
         values, signature, extents = [], "", {"batch": grid_y}
         for param in spec.params:
             text = str(args[param.name])
@@ -54,73 +50,73 @@ class DeviceLowering:
                 extents[param.name] = int(text) if text.lstrip("-").isdigit() else text
         threads = spec.threads.of(extents)
         grid = f"{threads}" if spec.grid_y is None else f"{threads}, {spec.grid_y.of(extents)}"
-        self.line(f'mica_gpu_launch{"" if spec.grid_y is None else "_grid"}("{kernel}", {grid}, {line}, '
+        self.emit.line(f'mica_gpu_launch{"" if spec.grid_y is None else "_grid"}("{kernel}", {grid}, {line}, '
                   f'"{signature}", {", ".join(values)});')
 
-    def device_temp(self, t: Type, line: int) -> CValue:
+    def temp(self, t: Type, line: int) -> CValue:
         """A fresh device value of type t, its storage reserved (and zeroed)."""
         t = plain(t)
-        name = self.declare(t)
-        self.line(f"mica_dev_reserve(&{name}, {byte_size(t)}, {line});")
+        name = self.emit.declare(t)
+        self.emit.line(f"mica_dev_reserve(&{name}, {byte_size(t)}, {line});")
         return CValue(name, t, owned=True, lvalue=True)
 
-    def device_ids(self, e: ast.Expr, line: int) -> str:
+    def ids(self, e: ast.Expr, line: int) -> str:
         """Ids or targets for a device kernel: a device value, or a host integer sent along
         (a scalar travels with the launch, as host numbers do)."""
-        v = self.untracked(self.value(e))
+        v = self.f.exprs.untracked(self.f.exprs.value(e))
         if isinstance(plain(v.type), Scalar):
-            ids = self.declare(Tensor(INTEGER, (), 0, True))
-            self.line(f"mica_dev_upload(&{ids}, &{self.materialize(self.convert(v, INTEGER, line)).text}, 8, {line});")
+            ids = self.emit.declare(Tensor(INTEGER, (), 0, True))
+            self.emit.line(f"mica_dev_upload(&{ids}, &{self.f.exprs.materialize(self.f.exprs.convert(v, INTEGER, line)).text}, 8, {line});")
             return ids
-        return self.materialize(self.borrow(v)).text
+        return self.f.exprs.materialize(self.f.exprs.borrow(v)).text
 
-    def device_data(self, v: CValue, line: int) -> str:
+    def data(self, v: CValue, line: int) -> str:
         """The device address of an operand (a place never written reads as zeros)."""
-        v = self.materialize(self.borrow(v))
+        v = self.f.exprs.materialize(self.f.exprs.borrow(v))
         return f"mica_dev_read(&{v.text}, {byte_size(v.type)}, {line})"
 
     # ============================================================ crossings
 
     def to_device(self, call: ast.Call) -> CValue:
-        t = plain(self.concrete(call.ty))
-        host = self.untracked(self.value(call.args[0]))
-        out = self.declare(t)
-        data = f"&{self.materialize(host).text}" if isinstance(plain(host.type), Scalar) else self.data(host)
+        t = plain(self.f.concrete(call.ty))
+        host = self.f.exprs.untracked(self.f.exprs.value(call.args[0]))
+        out = self.emit.declare(t)
+        data = f"&{self.f.exprs.materialize(host).text}" if isinstance(plain(host.type), Scalar) else self.f.exprs.data(host)
         if isinstance(plain(host.type), Scalar) and plain(host.type) != element_of(t):
-            data = f"&{self.materialize(self.convert(host, element_of(t), call.pos.line)).text}"
-        self.line(f"mica_dev_upload(&{out}, {data}, {byte_size(t)}, {call.pos.line});")
+            data = f"&{self.f.exprs.materialize(self.f.exprs.convert(host, element_of(t), call.pos.line)).text}"
+        self.emit.line(f"mica_dev_upload(&{out}, {data}, {byte_size(t)}, {call.pos.line});")
         return CValue(out, t, owned=True, lvalue=True)
 
     def to_host(self, call: ast.Call) -> CValue:
-        t = plain(self.concrete(call.ty))
-        device = self.untracked(self.value(call.args[0]))
-        out = self.declare_uninitialized(t)
+        t = plain(self.f.concrete(call.ty))
+        device = self.f.exprs.untracked(self.f.exprs.value(call.args[0]))
+        out = self.emit.declare_uninitialized(t)
         target = f"&{out}" if isinstance(plain(t), Scalar) else f"{out}.e"
-        self.line(f"mica_dev_download({target}, {self.materialize(self.borrow(device)).text}, {byte_size(t)}, "
+        self.emit.line(f"mica_dev_download({target}, {self.f.exprs.materialize(self.f.exprs.borrow(device)).text}, {byte_size(t)}, "
                   f"{call.pos.line});")
         return CValue(out, t, lvalue=True)
 
     # ============================================================ operators
 
-    def device_binary(self, e: ast.Binary) -> CValue:
-        t = plain(self.concrete(e.ty))
+    def binary(self, e: ast.Binary) -> CValue:
+        t = plain(self.f.concrete(e.ty))
         s, line = SUFFIX[t.element], e.pos.line
-        left, right = self.untracked(self.value(e.left)), self.untracked(self.value(e.right))
+        left, right = self.f.exprs.untracked(self.f.exprs.value(e.left)), self.f.exprs.untracked(self.f.exprs.value(e.right))
         if t.rank == 0:  # device scalars join as host numbers do: float32 with float64 gives float64
-            left, right = (self.device_as(v, t.element, line) if isinstance(plain(v.type), Tensor) else v
+            left, right = (self.as_element(v, t.element, line) if isinstance(plain(v.type), Tensor) else v
                            for v in (left, right))
         lt, rt = plain(left.type), plain(right.type)
-        out = self.device_temp(t, line)
+        out = self.temp(t, line)
         both_device = isinstance(lt, Tensor) and isinstance(rt, Tensor)
         if both_device and lt.rank == rt.rank == 0:  # two device scalars
-            a, b = self.device_data(left, line), self.device_data(right, line)
+            a, b = self.data(left, line), self.data(right, line)
             kernel = {"+": "add", "-": "sub", "*": "mul", "/": "div"}[e.op]
             self.launch(f"mica_{kernel}_{s}", line, out=f"{out.text}.ptr", a=a, b=b, n=1)
             return out
         if both_device and lt.rank and rt.rank:
-            a, b = self.device_data(left, line), self.device_data(right, line)
+            a, b = self.data(left, line), self.data(right, line)
             if e.op == "*":
-                self.device_product(out, a, b, lt, rt, s, line)
+                self.product(out, a, b, lt, rt, s, line)
             elif lt.shape == rt.shape:
                 self.launch(f"mica_{'add' if e.op == '+' else 'sub'}_{s}", line, out=f"{out.text}.ptr", a=a, b=b, n=t.count)
             else:
@@ -129,18 +125,18 @@ class DeviceLowering:
             return out
         tensor_left = isinstance(lt, Tensor) and (lt.rank > 0 or not both_device)
         if e.op == "/" and not tensor_left:  # a host number over a device scalar: it crosses as a kernel operand
-            numerator = self.declare(t)
-            self.line(f"mica_dev_upload(&{numerator}, &{self.materialize(self.convert(left, t.element, line)).text}, "
+            numerator = self.emit.declare(t)
+            self.emit.line(f"mica_dev_upload(&{numerator}, &{self.f.exprs.materialize(self.f.exprs.convert(left, t.element, line)).text}, "
                       f"{byte_size(t)}, {line});")
             self.launch(f"mica_div_{s}", line, out=f"{out.text}.ptr", a=f"{numerator}.ptr",
-                        b=self.device_data(right, line), n=1)
+                        b=self.data(right, line), n=1)
             return out
         tensor, scalar = (left, right) if tensor_left else (right, left)
-        a = self.device_data(tensor, line)
+        a = self.data(tensor, line)
         if both_device:  # a device scalar: the kernel reads it at its device address
-            k, at = self.device_data(scalar, line), "_at"
+            k, at = self.data(scalar, line), "_at"
         else:
-            k, at = self.convert(scalar, t.element, line).text, ""
+            k, at = self.f.exprs.convert(scalar, t.element, line).text, ""
         kernel = {"*": "scale", "/": "divide", "+": "shift"}.get(e.op, "sub")
         if e.op == "-" and not tensor_left:
             kernel = "rsub"
@@ -152,51 +148,45 @@ class DeviceLowering:
         self.launch(f"mica_{kernel}{at}_{s}", line, out=f"{out.text}.ptr", a=a, s=k, n=t.count)
         return out
 
-    def device_product(self, out: CValue, a: str, b: str, lt: Tensor, rt: Tensor, s: str, line: int) -> None:
+    def product(self, out: CValue, a: str, b: str, lt: Tensor, rt: Tensor, s: str, line: int) -> None:
         """The forms of '*', as one gemm launch per matrix product (the host's order of sums)."""
-        if lt.rank == 1:
-            m, k, n = 1, rt.shape[0], rt.shape[1]
-        elif rt.rank <= 2:
-            k = lt.shape[-1]
-            m, n = lt.count // k, (1 if rt.rank == 1 else rt.shape[1])
-        else:  # a batch of products: the grid's height walks it
-            k = lt.shape[-1]
-            m, n = lt.shape[-2], rt.shape[-1]
-            self.launch(f"mica_gemm_{s}", line, grid_y=lt.count // (m * k), trans_a=0, trans_b=0, m=m, n=n, k=k,
+        batch, m, k, n = shapes.product_extents(lt, rt)
+        if batch:  # the grid's height walks the batch
+            self.launch(f"mica_gemm_{s}", line, grid_y=batch, trans_a=0, trans_b=0, m=m, n=n, k=k,
                         a=a, lda=k, b=b, ldb=n, c=f"{out.text}.ptr", ldc=n, accumulate=0,
                         stride_a=m * k, stride_b=k * n, stride_c=m * n)
             return
         self.launch(f"mica_gemm_{s}", line, trans_a=0, trans_b=0, m=m, n=n, k=k, a=a, lda=k, b=b, ldb=n,
                     c=f"{out.text}.ptr", ldc=n, accumulate=0, stride_a=0, stride_b=0, stride_c=0)
 
-    def device_unary(self, e: ast.Unary) -> CValue:
-        t = plain(self.concrete(e.ty))
-        operand = self.untracked(self.value(e.operand))
+    def unary(self, e: ast.Unary) -> CValue:
+        t = plain(self.f.concrete(e.ty))
+        operand = self.f.exprs.untracked(self.f.exprs.value(e.operand))
         if e.op == "+":
             return operand
-        out = self.device_temp(t, e.pos.line)
+        out = self.temp(t, e.pos.line)
         self.launch(f"mica_neg_{SUFFIX[t.element]}", e.pos.line, out=f"{out.text}.ptr",
-                    a=self.device_data(operand, e.pos.line), n=count(t))
+                    a=self.data(operand, e.pos.line), n=element_count(t))
         return out
 
     # ============================================================ conversions and stores
 
-    def device_as(self, x: CValue, element: Scalar, line: int) -> CValue:
+    def as_element(self, x: CValue, element: Scalar, line: int) -> CValue:
         """x with float elements of the given type, converted on the device when they differ."""
         source = element_of(x.type)
         if source == element:
             return x
         t = plain(x.type)
-        out = self.device_temp(Tensor(element, t.shape, 0, True), line)
+        out = self.temp(Tensor(element, t.shape, 0, True), line)
         self.launch(f"mica_convert_{SUFFIX[element]}_{SUFFIX[source]}", line, out=f"{out.text}.ptr",
-                    a=self.device_data(x, line), n=count(t))
+                    a=self.data(x, line), n=element_count(t))
         return out
 
-    def device_store(self, target: CValue, value: CValue, line: int) -> None:
+    def store(self, target: CValue, value: CValue, line: int) -> None:
         if value.owned:
-            self.line(f"mica_dev_move(&{target.text}, {value.text});")
+            self.emit.line(f"mica_dev_move(&{target.text}, {value.text});")
         else:
-            self.line(f"mica_dev_assign(&{target.text}, {self.materialize(value).text}, {line});")
+            self.emit.line(f"mica_dev_assign(&{target.text}, {self.f.exprs.materialize(value).text}, {line});")
 
 
 def uses_device(e: ast.Expr) -> bool:
@@ -204,5 +194,5 @@ def uses_device(e: ast.Expr) -> bool:
     types = [e.ty] + [a.ty for a in getattr(e, "args", []) if not isinstance(a, ast.AddressArg)]
     types += [getattr(e, "left", None) and e.left.ty, getattr(e, "right", None) and e.right.ty,
               getattr(e, "operand", None) and e.operand.ty]
-    return any(t is not None and device_type(t) for t in types)
+    return any(t is not None and on_gpu(t) for t in types)
 

@@ -14,34 +14,42 @@ buffers and launch the kernels ops.TAPE lists for each record, forward and backw
 
 from __future__ import annotations
 
-from . import ast, ops
-from .ctypes import SUFFIX
-from .cvalue import CValue, dims_literal, dtype_of
-from ..diagnostics import InternalError
-from .lower_device import device_type
-from .symbols import VarSymbol
-from .types import Array, Scalar, Tensor, Tracked, Type, plain
+from ...diagnostics import InternalError
+from .. import ast, ops, shapes
+from ..ctypes import SUFFIX
+from ..cvalue import CValue, dims_literal, dtype_of
+from ..residency import on_gpu
+from ..symbols import VarSymbol
+from ..types import Array, Scalar, Tensor, Tracked, Type, plain
 
-class TapeLowering:
-    """Mixed into FunctionLowering: windows, nodes, Backward and Gradient."""
+
+class Tape:
+    """One function's tape: its windows, the nodes tracked values become, Backward and Gradient."""
+
+    def __init__(self, f):
+        self.f = f
+        self.emit = f.emit
+        self.in_window = f.recording  # tracked operations record on the tape
+        self.window_here = False  # inside a window this function opened
+
 
     # ============================================================ windows
 
     def tape_window(self, s: ast.Tape) -> None:
-        self.line(f"mica_tape_begin({s.pos.line});")
+        self.emit.line(f"mica_tape_begin({s.pos.line});")
         outer = (self.in_window, self.window_here)
         self.in_window = self.window_here = True
-        self.stmts(s.body)
+        self.f.statements.stmts(s.body)
         self.in_window, self.window_here = outer
-        self.line("mica_tape_end();")
+        self.emit.line("mica_tape_end();")
 
     def leave_window(self) -> None:
         """break, continue or exit out of this function's own window closes it first."""
         if self.window_here:
-            self.line("mica_tape_end();")
+            self.emit.line("mica_tape_end();")
 
     def recording_call(self, routine) -> bool:
-        return self.in_window and routine in self.lowering.analysis.tape_routines
+        return self.in_window and routine in self.f.lowering.analysis.tape_routines
 
     # ============================================================ nodes
 
@@ -50,22 +58,22 @@ class TapeLowering:
         return SUFFIX[p if isinstance(p, Scalar) else p.element]
 
     def new_node(self, init: str) -> str:
-        name = self.fresh()
-        self.line(f"mica_node *{name} = {init};")
-        self.declared = True
+        name = self.emit.fresh()
+        self.emit.line(f"mica_node *{name} = {init};")
+        self.emit.declared = True
         return name
 
     def record(self, op: str, t: Type, args: list, line: int | None = None) -> str:
         """A node recording op with result type t: on the host tape mica_t_OP_S(args),
         on the device tape mica_gt_OP(args, line) and the kernels it launches."""
         args = ", ".join(str(a) for a in args)
-        if not device_type(t):
+        if not on_gpu(t):
             return self.new_node(f"mica_t_{op}_{self.suffix(t)}({args})")
         if op not in ops.TAPE:
             raise InternalError(f"'{op}' has no kernels on the device tape")
         s, record = self.suffix(t), ops.TAPE[op]
-        self.lowering.kernels.update(f"mica_{k}_{s}" for k in record.kernels)
-        line = line or self.line_now
+        self.f.lowering.kernels.update(f"mica_{k}_{s}" for k in record.kernels)
+        line = line or self.f.line_now
         if record.each:
             (forward,), (backward,) = record.forward, record.backward
             return self.new_node(f'mica_gt_each("mica_{forward}", "mica_{backward}", {args}, {line})')
@@ -73,7 +81,7 @@ class TapeLowering:
 
     def node(self, e: ast.Expr, dtype: str | None = None) -> str:
         """e as a node (a tracked place read, a recorded result, or a constant)."""
-        return self.as_node(self.value(e), dtype)
+        return self.as_node(self.f.exprs.value(e), dtype)
 
     def as_node(self, v: CValue, dtype: str | None = None) -> str:
         if v.node:
@@ -83,9 +91,9 @@ class TapeLowering:
         else:
             text = self.const_node(v, dtype or dtype_of(v.type))
         wanted = dtype or dtype_of(v.type)
-        if wanted != dtype_of(v.type) and device_type(v.type):
-            self.lowering.kernels.update(["mica_convert_f32_f64", "mica_convert_f64_f32", f"mica_accumulate_{self.suffix(v.type)}"])
-            text = self.new_node(f"mica_gt_convert({text}, {wanted}, {self.line_now})")
+        if wanted != dtype_of(v.type) and on_gpu(v.type):
+            self.f.lowering.kernels.update(["mica_convert_f32_f64", "mica_convert_f64_f32", f"mica_accumulate_{self.suffix(v.type)}"])
+            text = self.new_node(f"mica_gt_convert({text}, {wanted}, {self.f.line_now})")
         elif wanted != dtype_of(v.type):
             text = self.new_node(f"mica_t_convert({text}, {wanted})")
         return text
@@ -93,9 +101,9 @@ class TapeLowering:
     def read_node(self, place: CValue) -> str:
         t = plain(place.type)
         rank, dims = dims_literal(t)
-        if device_type(t):
+        if on_gpu(t):
             return self.new_node(f"mica_gt_read(&{place.text}.tag, {dtype_of(t)}, &{place.text}.v, {rank}, {dims}, "
-                                 f"{self.line_now})")
+                                 f"{self.f.line_now})")
         data = f"{place.text}.v.e" if isinstance(t, Tensor) else f"&{place.text}.v"
         return self.new_node(f"mica_tape_read(&{place.text}.tag, {dtype_of(t)}, {data}, {rank}, {dims})")
 
@@ -103,14 +111,14 @@ class TapeLowering:
         """A plain operand as a node; a host scalar beside device values goes to the device."""
         t = plain(v.type)
         if isinstance(t, Scalar):
-            where = f"mica_gt_scalar({dtype}, (double)({v.text}), {self.line_now})" if device else \
+            where = f"mica_gt_scalar({dtype}, (double)({v.text}), {self.f.line_now})" if device else \
                 f"mica_tape_scalar({dtype}, (double)({v.text}))"
             return self.new_node(where)
         rank, dims = dims_literal(t)
-        if device_type(t):
-            return self.new_node(f"mica_gt_const({dtype}, {self.materialize(self.borrow(v)).text}, {rank}, {dims}, "
-                                 f"{self.line_now})")
-        return self.new_node(f"mica_tape_const({dtype}, {self.data(v)}, {rank}, {dims})")
+        if on_gpu(t):
+            return self.new_node(f"mica_gt_const({dtype}, {self.f.exprs.materialize(self.f.exprs.borrow(v)).text}, {rank}, {dims}, "
+                                 f"{self.f.line_now})")
+        return self.new_node(f"mica_tape_const({dtype}, {self.f.exprs.data(v)}, {rank}, {dims})")
 
     def node_value(self, text: str, t: Type) -> CValue:
         return CValue(text, t, node=True)
@@ -118,55 +126,55 @@ class TapeLowering:
     def untracked_node(self, v: CValue) -> CValue:
         """The plain value a node holds."""
         t = plain(v.type)
-        if device_type(t):
-            out = self.declare(t)
-            self.line(f"mica_gt_value(&{out}, {v.text}, {self.line_now});")
+        if on_gpu(t):
+            out = self.emit.declare(t)
+            self.emit.line(f"mica_gt_value(&{out}, {v.text}, {self.f.line_now});")
             return CValue(out, t, owned=True, lvalue=True)
         if isinstance(t, Scalar):
-            return CValue(f"(({self.types.name(t)} *){v.text}->value)[0]", t)
-        out = self.declare_uninitialized(t)
-        self.line(f"mica_tape_value({out}.e, {v.text});")
+            return CValue(f"(({self.f.types.name(t)} *){v.text}->value)[0]", t)
+        out = self.emit.declare_uninitialized(t)
+        self.emit.line(f"mica_tape_value({out}.e, {v.text});")
         return CValue(out, t, lvalue=True)
 
     # ============================================================ assignments
 
     def record_assign(self, s: ast.Assign) -> None:
         """target := value inside a window, with a tracked target."""
-        target_type = self.concrete(s.target.ty)
+        target_type = self.f.concrete(s.target.ty)
         symbol = s.target.symbol if isinstance(s.target, ast.Name) else None
         if isinstance(symbol, VarSymbol) and self.holds_node(symbol):
-            self.line(f"{self.var_text(symbol)} = {self.node(s.value, dtype_of(target_type))};")
+            self.emit.line(f"{self.f.exprs.var_text(symbol)} = {self.node(s.value, dtype_of(target_type))};")
             return
-        if not isinstance(self.concrete(s.value.ty), Tracked):
-            self.store(self.place(s.target), self.value(s.value, plain(target_type)), s.pos.line)
+        if not isinstance(self.f.concrete(s.value.ty), Tracked):
+            self.f.statements.store(self.f.exprs.place(s.target), self.f.exprs.value(s.value, plain(target_type)), s.pos.line)
             return
         node = self.node(s.value, dtype_of(target_type))
-        place = self.place(s.target)
-        if device_type(target_type):
-            self.line(f"mica_gt_write(&{place.text}.tag, &{place.text}.v, {node}, {s.pos.line});")
+        place = self.f.exprs.place(s.target)
+        if on_gpu(target_type):
+            self.emit.line(f"mica_gt_write(&{place.text}.tag, &{place.text}.v, {node}, {s.pos.line});")
             return
         data = f"{place.text}.v.e" if isinstance(plain(target_type), Tensor) else f"&{place.text}.v"
-        self.line(f"mica_tape_write(&{place.text}.tag, {data}, {node});")
+        self.emit.line(f"mica_tape_write(&{place.text}.tag, {data}, {node});")
 
     def holds_node(self, symbol: VarSymbol) -> bool:
         """In a __tape instance, tracked parameters and the tracked result are nodes."""
-        return self.recording and isinstance(symbol.type, Tracked) and symbol.role in ("param", "result")
+        return self.f.recording and isinstance(symbol.type, Tracked) and symbol.role in ("param", "result")
 
     # ============================================================ operators
 
     def record_unary(self, e: ast.Unary) -> CValue:
-        t = self.concrete(e.ty)
+        t = self.f.concrete(e.ty)
         operand = self.node(e.operand, dtype_of(t))
         if e.op == "+":
             return self.node_value(operand, t)
         return self.node_value(self.record("neg", t, [operand], e.pos.line), t)
 
     def record_binary(self, e: ast.Binary) -> CValue:
-        t = self.concrete(e.ty)
-        dtype, line, device = dtype_of(t), e.pos.line, device_type(t)
-        lt, rt = plain(self.concrete(e.left.ty)), plain(self.concrete(e.right.ty))
-        left_tracked = isinstance(self.concrete(e.left.ty), Tracked)
-        right_tracked = isinstance(self.concrete(e.right.ty), Tracked)
+        t = self.f.concrete(e.ty)
+        dtype, line, device = dtype_of(t), e.pos.line, on_gpu(t)
+        lt, rt = plain(self.f.concrete(e.left.ty)), plain(self.f.concrete(e.right.ty))
+        left_tracked = isinstance(self.f.concrete(e.left.ty), Tracked)
+        right_tracked = isinstance(self.f.concrete(e.right.ty), Tracked)
         op = e.op
         if isinstance(lt, Tensor) and isinstance(rt, Tensor) and lt.rank and rt.rank:
             return self.node_value(self.record_tensor_pair(op, e, lt, rt, t), t)
@@ -187,7 +195,7 @@ class TapeLowering:
                 k = self.record("neg", t, [k], line)
             return self.node_value(self.record(kernel, t, [a, k], line), t)
         element = plain(t) if isinstance(plain(t), Scalar) else plain(t).element
-        k = self.convert(self.value(other), element, line).text
+        k = self.f.exprs.convert(self.f.exprs.value(other), element, line).text
         if op == "*":
             return self.node_value(self.record("scale", t, [a, k], line), t)
         if op == "+":
@@ -210,15 +218,9 @@ class TapeLowering:
 
     def product_node(self, a: str, b: str, lt: Tensor, rt: Tensor, t: Type, line: int) -> str:
         rank, dims = dims_literal(t)
-        if lt.rank == 1:
-            m, k, n = 1, rt.shape[0], rt.shape[1]
-        elif rt.rank <= 2:
-            k = lt.shape[-1]
-            m, n = lt.count // k, (1 if rt.rank == 1 else rt.shape[1])
-        else:
-            k = lt.shape[-1]
-            batch = lt.count // (lt.shape[-2] * k)
-            return self.record("bmm", t, [a, b, batch, lt.shape[-2], k, rt.shape[-1], rank, dims], line)
+        batch, m, k, n = shapes.product_extents(lt, rt)
+        if batch:
+            return self.record("bmm", t, [a, b, batch, m, k, n, rank, dims], line)
         return self.record("matmul", t, [a, b, m, k, n, rank, dims], line)
 
     def record_part(self, base: CValue, t: Tensor, offset: str, part: Type) -> CValue:
@@ -234,7 +236,7 @@ class TapeLowering:
         """v[i] or m[i, j] of a tracked tensor: the tensor's place and the indices into it."""
         if not isinstance(e, ast.Index):
             return None
-        t, taken = self.concrete(e.base.ty), 0
+        t, taken = self.f.concrete(e.base.ty), 0
         while taken < len(e.indices) and isinstance(plain(t), Array):
             t, taken = plain(t).element, taken + 1
         if taken == len(e.indices) or not (isinstance(t, Tracked) and isinstance(t.inner, Tensor)):
@@ -245,13 +247,13 @@ class TapeLowering:
         name, line = ast.place_text(call.args[0]), call.pos.line
         part = self.tensor_part(call.args[0])
         if part is not None:  # Backward(v[i]): from one element of the tensor
-            place = self.place(part[0])
-            element = self.tensor_offset("", plain(place.type), [self.value(i).text for i in part[1]], line)
-            self.line(f'mica_tape_backward(&{place.text}.tag, {element}, "{name}", {line});')
-        elif device_type(self.concrete(call.args[0].ty)):
-            self.line(f'mica_gt_backward(&{self.place(call.args[0]).text}.tag, "{name}", {line});')
+            place = self.f.exprs.place(part[0])
+            element = self.f.exprs.tensor_offset("", plain(place.type), [self.f.exprs.value(i).text for i in part[1]], line)
+            self.emit.line(f'mica_tape_backward(&{place.text}.tag, {element}, "{name}", {line});')
+        elif on_gpu(self.f.concrete(call.args[0].ty)):
+            self.emit.line(f'mica_gt_backward(&{self.f.exprs.place(call.args[0]).text}.tag, "{name}", {line});')
         else:
-            self.line(f'mica_tape_backward(&{self.place(call.args[0]).text}.tag, 0, "{name}", {line});')
+            self.emit.line(f'mica_tape_backward(&{self.f.exprs.place(call.args[0]).text}.tag, 0, "{name}", {line});')
 
     def gradient(self, call: ast.Call) -> CValue:
         name, line = ast.place_text(call.args[0]), call.pos.line
@@ -259,19 +261,19 @@ class TapeLowering:
         if part is None:
             return self.whole_gradient(call.args[0], name, line)
         whole = self.whole_gradient(part[0], name, line)  # Gradient(v[i]): that part of the tensor's
-        return self.tensor_index(whole, plain(whole.type), [self.value(i).text for i in part[1]], line)
+        return self.f.exprs.tensor_index(whole, plain(whole.type), [self.f.exprs.value(i).text for i in part[1]], line)
 
     def whole_gradient(self, e: ast.Expr, name: str, line: int) -> CValue:
-        place = self.place(e)
+        place = self.f.exprs.place(e)
         t = plain(place.type)
-        if device_type(t):
-            out = self.declare(t)
-            self.line(f'mica_gt_gradient(&{out}, &{place.text}.tag, {dtype_of(t)}, {t.count}, "{name}", {line});')
+        if on_gpu(t):
+            out = self.emit.declare(t)
+            self.emit.line(f'mica_gt_gradient(&{out}, &{place.text}.tag, {dtype_of(t)}, {t.count}, "{name}", {line});')
             return CValue(out, t, owned=True, lvalue=True)
-        out = self.declare_uninitialized(t)
+        out = self.emit.declare_uninitialized(t)
         data = f"{out}.e" if isinstance(t, Tensor) else f"&{out}"
         count = t.count if isinstance(t, Tensor) else 1
-        self.line(f'mica_tape_gradient({data}, &{place.text}.tag, {dtype_of(t)}, {count}, "{name}", {line});')
+        self.emit.line(f'mica_tape_gradient({data}, &{place.text}.tag, {dtype_of(t)}, {count}, "{name}", {line});')
         return CValue(out, t, lvalue=True)
 
 

@@ -1,0 +1,87 @@
+"""Lowering: desugared Analysis -> CProgram (readable C that includes
+runtime_c/mica.h, the PTX of the kernels it launches, and whether it uses the GPU).
+
+The program's body becomes mica_program(); each routine becomes one C function
+per shape binding it is called with (Affine__2x3), found by a worklist from
+the main body. Static shapes become compile-time constants in the C types.
+One FunctionLowering (function.py) lowers each C function, by parts: the
+emitter (emitter.py), statements, expressions, the tape and the device; the
+vocabulary's calls lower through their entries in ops/.
+
+Values that own heap storage (strings, dynamic tensors and arrays) follow one
+discipline: a fresh value is moved into the place it is assigned to; a
+temporary that nobody takes is dropped at the end of its statement; locals are
+dropped when their routine returns.
+"""
+
+from __future__ import annotations
+
+from ... import __version__
+from ..analyzer import Analysis
+from ..cprogram import CProgram
+from ..ctypes import CTypes, c_name, c_string_literal
+from ..symbols import RoutineSymbol
+from .function import FunctionLowering
+from .jinja import templates
+
+
+def lower(analysis: Analysis) -> CProgram:
+    return Lowering(analysis).render()
+
+
+class Lowering:
+    """The whole program: collects types, routine instances and the main body."""
+
+    def __init__(self, analysis: Analysis):
+        self.analysis = analysis
+        self.types = CTypes()
+        self.instances: dict[tuple, str] = {}
+        self.pending: list[tuple[RoutineSymbol, dict, str, bool]] = []
+        self.prototypes: list[str] = []
+        self.functions: list[str] = []
+        self.kernels: set[str] = set()  # the GPU kernels the program launches
+
+    def instance(self, routine: RoutineSymbol, binding: dict, recording: bool = False) -> str:
+        """The C name of routine for one shape binding, queued for lowering on first use."""
+        key = (routine, tuple(sorted(binding.items())), recording)
+        if key not in self.instances:
+            name = c_name(routine.name)
+            if routine.shape_vars:
+                name += "__" + "x".join(str(binding[v]) for v in routine.shape_vars)
+            if recording:
+                name += "__tape"
+            self.instances[key] = name
+            self.pending.append((routine, dict(binding), name, recording))
+        return self.instances[key]
+
+    def render(self) -> CProgram:
+        main = FunctionLowering(self, None, {}, recording=False)
+        main_body = main.program_body(self.analysis)
+        while self.pending:
+            routine, binding, name, recording = self.pending.pop(0)
+            prototype, text = FunctionLowering(self, routine, binding, recording).routine_text(name)
+            self.prototypes.append(prototype)
+            self.functions.append(text)
+        globals_ = [f"{self.types.name(v.type)} {c_name(v.name)}" for v in self.analysis.global_vars]
+        source_name = self.analysis.source.name.rsplit("/", 1)[-1]
+        kernels = tuple(sorted(self.kernels))
+        module = ""
+        if kernels:
+            from .. import ptx  # its templates are read only for programs that launch kernels
+
+            module = ptx.render(kernels)
+        ptx_lines = [c_string_literal(line + "\n") for line in module.splitlines()] if self.types.uses_gpu else []
+        c = templates.get_template("program.c.j2").render(
+            gpu=self.types.uses_gpu,
+            ptx_lines=ptx_lines or ['""'],
+            version=__version__,
+            source_name=source_name.encode("utf-8", "surrogateescape").decode("utf-8", "replace").replace("*/", "* /"),
+            source_name_c=c_string_literal(source_name),
+            definitions=self.types.definitions,
+            helpers=self.types.helpers,
+            globals=globals_,
+            prototypes=self.prototypes,
+            functions=self.functions,
+            main_body=main_body,
+        )
+        return CProgram(c, module, self.types.uses_gpu, kernels)

@@ -1,0 +1,99 @@
+"""The emitter: the C lines of one function, its indentation, fresh names, and the
+temporaries each statement declares and drops.
+
+Every part of a function's lowering writes through it; it is the only one that
+knows how the lines are kept.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from ..types import Scalar, Type, storage_bytes
+
+
+class Emitter:
+    def __init__(self, ctype):
+        self.ctype = ctype  # Mica type -> C type name, under the function's shape binding
+        self.lines: list[tuple[int, str]] = []  # (depth, text)
+        self.depth = 1
+        self.drops: list[str] = []  # what the current statement must release at its end
+        self.declared = False  # the current statement declared a temporary
+        self.counter = 0
+        self.frame_bytes = 0  # the temporaries' storage, for the routine's stack check
+
+    def line(self, text: str) -> None:
+        self.lines.append((self.depth, text))
+
+    def fresh(self, prefix: str = "mica_t") -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def declare(self, t: Type, init: str | None = None) -> str:
+        """A temporary C variable of Mica type t, initialised or zeroed."""
+        name = self.fresh()
+        self.line(f"{self.ctype(t)} {name} = {init if init is not None else self.zero(t)};")
+        self.declared = True
+        self.frame_bytes += storage_bytes(t)
+        return name
+
+    def declare_uninitialized(self, t: Type) -> str:
+        """A temporary that a kernel is about to fill completely."""
+        name = self.fresh()
+        self.line(f"{self.ctype(t)} {name};")
+        self.declared = True
+        self.frame_bytes += storage_bytes(t)
+        return name
+
+    def zero(self, t: Type) -> str:
+        """C initializer of a zero value: scalars are numbers, the rest (tracked scalars too) structs."""
+        return "0" if isinstance(t, Scalar) and t.name != "string" else "{0}"
+
+    def render_lines(self, lines) -> str:
+        return "\n".join("    " * depth + text for depth, text in lines)
+
+    @contextmanager
+    def statement_scope(self):
+        """Temporaries of one statement live in a C block and are dropped at its end."""
+        outer = (self.lines, self.drops, self.declared)
+        self.lines, self.drops, self.declared = [], [], False
+        try:
+            yield
+        finally:
+            inner, drops, declared = self.lines, self.drops, self.declared
+            self.lines, self.drops, self.declared = outer
+            if declared or drops:
+                self.line("{")
+                self.lines.extend((depth + 1, text) for depth, text in inner)
+                self.lines.extend((self.depth + 1, d) for d in drops)
+                self.line("}")
+            else:
+                self.lines.extend(inner)
+
+    @contextmanager
+    def indented(self):
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+
+    def hoisted(self, compute) -> str:
+        """The C text compute() gives, computed with its temporaries released before
+        the line that uses it (a condition: no exit or break can skip their drops)."""
+        outer = (self.lines, self.drops, self.declared)
+        self.lines, self.drops, self.declared = [], [], False
+        text = compute()
+        inner, drops, declared = self.lines, self.drops, self.declared
+        self.lines, self.drops, self.declared = outer
+        if not (declared or drops):
+            self.lines.extend(inner)
+            return text
+        flag = self.fresh()
+        self.line(f"bool {flag};")
+        self.line("{")
+        self.lines.extend((depth + 1, t) for depth, t in inner)
+        self.lines.append((self.depth + 1, f"{flag} = {text};"))
+        self.lines.extend((self.depth + 1, d) for d in drops)
+        self.line("}")
+        return flag

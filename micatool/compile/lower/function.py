@@ -1,0 +1,120 @@
+"""One C function (the main body, or one instance of a routine), lowered by parts
+composed here: the emitter, which owns the lines, temporaries and scopes;
+statements; expressions; the tape; the device. Each part reaches the others
+through this object, and the vocabulary's lowerings (ops/) get it as `f`.
+"""
+
+from __future__ import annotations
+
+from .. import ast
+from ..analyzer import Analysis
+from ..ctypes import c_name
+from ..cvalue import CValue
+from ..symbols import RoutineSymbol, VarSymbol
+from ..types import Type, needs_drop, plain, storage_bytes, substitute
+from .device import Device
+from .emitter import Emitter
+from .expressions import Expressions, passed_by_pointer
+from .jinja import templates
+from .statements import Statements
+from .tape import Tape
+
+
+class FunctionLowering:
+    def __init__(self, lowering, routine: RoutineSymbol | None, binding: dict, recording: bool):
+        self.lowering = lowering
+        self.types = lowering.types
+        self.routine = routine
+        self.binding = binding
+        self.recording = recording  # the __tape instance, run inside a window
+        self.uses_done = False
+        self.copied_params: set[VarSymbol] = set()
+        self.discarded: ast.Call | None = None
+        self.line_now = routine.decl.pos.line if routine else 0
+        # the parts, each reaching the others through this function
+        self.emit = Emitter(self.ctype)
+        self.statements = Statements(self)
+        self.exprs = Expressions(self)
+        self.tape = Tape(self)
+        self.device = Device(self)
+
+    def concrete(self, t: Type) -> Type:
+        return substitute(t, self.binding) if self.binding else t
+
+    def ctype(self, t: Type) -> str:
+        return self.types.name(self.concrete(t))
+
+    def program_body(self, analysis: Analysis) -> str:
+        for var in analysis.global_vars:
+            if var.init is not None:
+                self.initialize(var)
+        self.statements.stmts(analysis.program.body)
+        return self.emit.render_lines(self.emit.lines)
+
+    def initialize(self, var: VarSymbol) -> None:
+        self.statements.at_line(var.init.pos.line)
+        with self.emit.statement_scope():
+            target = CValue(c_name(var.name), self.concrete(var.type), lvalue=True)
+            self.statements.store(target, self.exprs.value(var.init, plain(target.type)), var.init.pos.line)
+
+    def routine_text(self, name: str) -> tuple[str, str]:
+        routine = self.routine
+        params = [self.param_decl(p) for p in routine.params]
+        result = self.ctype(routine.result) if routine.result is not None else "void"
+        if routine.result_var is not None and self.tape.holds_node(routine.result_var):
+            result = "mica_node *"
+        prototype = f"static {result} {name}({', '.join(params) or 'void'})"
+        prologue = []
+        for p in routine.params:
+            if p.assigned and not p.by_address and (passed_by_pointer(p.type) or needs_drop(p.type)):
+                source = f"*{c_name(p.name)}__in" if passed_by_pointer(p.type) else f"{c_name(p.name)}__in"
+                t = self.concrete(p.type)
+                copy = self.types.copy(t, source) if needs_drop(t) else source
+                prologue.append(f"{self.ctype(t)} {c_name(p.name)} = {copy};")
+                self.copied_params.add(p)
+        if routine.result_var is not None:
+            zero = "NULL" if self.tape.holds_node(routine.result_var) else self.emit.zero(routine.result)
+            prologue.append(f"{result} result = {zero};")
+        for local in routine.locals:
+            prologue.append(f"{self.ctype(local.type)} {c_name(local.name)} = {self.emit.zero(local.type)};")
+        for local in routine.locals:
+            if local.init is not None:
+                self.initialize(local)
+        self.statements.stmts(routine.decl.body)
+        frame = self.emit.frame_bytes + sum(storage_bytes(self.concrete(v.type)) for v in routine.locals) + \
+            sum(storage_bytes(self.concrete(p.type)) for p in self.copied_params) + \
+            (storage_bytes(self.concrete(routine.result)) if routine.result is not None else 0)
+        prologue.insert(0, f"mica_enter({frame});")
+        # the caller's statement goes on after the call: its traps name its own line
+        prologue.insert(0, "int mica_caller_line = mica_line;")
+        epilogue = [self.types.drop(self.concrete(v.type), c_name(v.name)) for v in routine.locals if needs_drop(v.type)]
+        epilogue += [self.types.drop(self.concrete(p.type), c_name(p.name)) for p in self.copied_params if needs_drop(p.type)]
+        epilogue.append("mica_line = mica_caller_line;")
+        if routine.result_var is not None:
+            epilogue.append("return result;")
+        signature = f"{routine.decl.kind} {routine.name}" + (
+            " with " + ", ".join(f"{k} = {v}" for k, v in self.binding.items()) if self.binding else ""
+        )
+        text = templates.get_template("routine.c.j2").render(
+            signature=signature,
+            prototype=prototype,
+            prologue=prologue,
+            body=self.emit.render_lines(self.emit.lines),
+            needs_done_label=self.uses_done,
+            epilogue=epilogue,
+        )
+        return prototype, text
+
+    def param_decl(self, p: VarSymbol) -> str:
+        t = self.concrete(p.type)
+        ct = self.ctype(t)
+        name = c_name(p.name)
+        if self.tape.holds_node(p):
+            return f"mica_node *{name}"
+        if p.by_address:
+            return f"{ct} *{name}"
+        if p.assigned and (passed_by_pointer(t) or needs_drop(t)):
+            name += "__in"
+        if passed_by_pointer(t):
+            return f"const {ct} *{name}"
+        return f"{ct} {name}"
