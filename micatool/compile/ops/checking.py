@@ -74,6 +74,22 @@ def arity(a, call: ast.Call, *counts: int) -> bool:
     return False
 
 
+def one_argument(a, call: ast.Call) -> Type:
+    """The type of the call's one argument, or ERROR once a diagnostic says why not."""
+    if not arity(a, call, 1):
+        return ERROR
+    return a.expr(call.args[0])
+
+
+def argument_types(a, call: ast.Call, count: int) -> list[Type] | None:
+    """The types of the call's `count` arguments, or None once a diagnostic says why
+    not (a wrong count, or an argument in error)."""
+    if not arity(a, call, count):
+        return None
+    types = values(a, call)
+    return None if any(isinstance(t, ErrorType) for t in types) else types
+
+
 def values(a, call: ast.Call) -> list[Type]:
     return [a.expr(arg) for arg in call.args]
 

@@ -6,16 +6,14 @@ from __future__ import annotations
 from .. import ast
 from ..cvalue import CValue, dtype_of
 from ..types import ERROR, ErrorType, Scalar, Tensor, Tracked, Type, is_tracked, plain
-from .checking import arity, op_name, values
+from .checking import one_argument, op_name
 from .lowering import args_of
 
 
 def check_conversion(a, call: ast.Call, target: Type) -> Type:
     """float32(x), float64(x), integer(x)...: a type name called on a value."""
     name = op_name(call)
-    if not arity(a, call, 1):
-        return ERROR
-    (t,) = values(a, call)
+    t = one_argument(a, call)
     if isinstance(t, ErrorType):
         return ERROR
     p = plain(t)

@@ -9,7 +9,7 @@ from ..ctypes import SUFFIX
 from ..cvalue import CValue, dtype_of
 from ..types import ERROR, ErrorType, Scalar, Tensor, element_count, element_of, plain
 from . import TapeRecord, define
-from .checking import arity, mixes_dynamic_with_tracked, tensor_arg, touch, tracked_if, values
+from .checking import arity, mixes_dynamic_with_tracked, one_argument, tensor_arg, touch, tracked_if, values
 from .lowering import args_of, extents, fresh_tensor, node_result, plain_arg, product, records
 
 # Each function's scalar form in the runtime (mica_math.c), suffixed _f32 or _f64.
@@ -19,9 +19,7 @@ SCALAR_FUNCTIONS = {"Tanh": "mica_tanh", "Exp": "mica_exp", "Log": "mica_log", "
 
 
 def check_elementwise(a, call, expected):
-    if not arity(a, call, 1):
-        return ERROR
-    (t,) = values(a, call)
+    t = one_argument(a, call)
     if isinstance(t, ErrorType):
         return ERROR
     p = plain(t)

@@ -8,17 +8,15 @@ from ..ctypes import SUFFIX
 from ..cvalue import CValue
 from ..types import ERROR, INTEGER, STRING, VOID, Array, ErrorType, Tensor, Type, plain
 from . import define
-from .checking import arity, is_integer, op_name, values, wrong
+from .checking import arity, is_integer, one_argument, op_name, wrong
 from .lowering import NOTHING, args_of
 
 
 def check_length(a, call, expected) -> Type:
-    if not arity(a, call, 1):
-        return ERROR
-    (t,) = values(a, call)
-    p = plain(t)
+    t = one_argument(a, call)
     if isinstance(t, ErrorType):
         return ERROR
+    p = plain(t)
     if p == STRING or isinstance(p, Array) or (isinstance(p, Tensor) and p.rank == 1):
         if isinstance(p, Array) and not p.is_dynamic:
             call.folded = p.length
@@ -51,12 +49,10 @@ define("Length", check=check_length, lower=lower_length)
 
 
 def check_extent(a, call, expected) -> Type:
-    if not arity(a, call, 1):
-        return ERROR
-    (t,) = values(a, call)
-    p = plain(t)
+    t = one_argument(a, call)
     if isinstance(t, ErrorType):
         return ERROR
+    p = plain(t)
     if not (isinstance(p, Tensor) and p.rank == 2):
         return wrong(a, call, call.args[0], t, "a matrix")
     if p.is_concrete:

@@ -7,7 +7,7 @@ from .. import ast
 from ..cvalue import CValue
 from ..types import BOOLEAN, ERROR, FLOAT32, FLOAT64, INTEGER, STRING, ErrorType, Scalar, Tensor, plain
 from . import TapeRecord, define
-from .checking import arity, check_signature, is_number, op_name, plain_only, values, wrong
+from .checking import argument_types, check_signature, is_number, one_argument, op_name, plain_only, wrong
 from .elementwise import device_elementwise, lower_elementwise
 from .lowering import args_of
 from .reductions import check_reduce, device_reduce, lower_reduce
@@ -16,10 +16,8 @@ from .reductions import check_reduce, device_reduce, lower_reduce
 def check_min_max(a, call, expected):
     if len(call.args) == 1 and op_name(call) == "Max":
         return check_reduce(a, call, expected)
-    if not arity(a, call, 2):
-        return ERROR
-    types = values(a, call)
-    if any(isinstance(t, ErrorType) for t in types):
+    types = argument_types(a, call, 2)
+    if types is None:
         return ERROR
     for arg, t in zip(call.args, types):
         if not is_number(t):
@@ -45,9 +43,7 @@ define("Max", records=True, check=check_min_max, lower=lower_min_max, device=dev
 
 
 def check_abs(a, call, expected):
-    if not arity(a, call, 1):
-        return ERROR
-    (t,) = values(a, call)
+    t = one_argument(a, call)
     if isinstance(t, ErrorType):
         return ERROR
     p = plain(t)

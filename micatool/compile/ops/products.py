@@ -10,25 +10,23 @@ from ..cvalue import CValue
 from ..types import ERROR, ErrorType, Tensor, Tracked, element_count, element_of, is_tracked, plain
 from . import TapeRecord, define
 from .checking import (
-    arity,
+    argument_types,
     last_dim,
     mixes_dynamic_with_tracked,
+    one_argument,
     records_on_gpu,
     same_extent,
     tensor_arg,
     touch,
     tracked_if,
-    values,
     wrong,
 )
 from .lowering import args_of, extents, fresh_tensor, node_result, plain_arg, records
 
 
 def check_dot(a, call, expected):
-    if not arity(a, call, 2):
-        return ERROR
-    types = values(a, call)
-    if any(isinstance(t, ErrorType) for t in types):
+    types = argument_types(a, call, 2)
+    if types is None:
         return ERROR
     for arg, t in zip(call.args, types):
         if not tensor_arg(a, call, arg, t, 1):
@@ -99,9 +97,7 @@ define("Outer", records=True, check=check_dot, lower=lower_outer, device=device_
 
 
 def check_transpose(a, call, expected):
-    if not arity(a, call, 1):
-        return ERROR
-    (t,) = values(a, call)
+    t = one_argument(a, call)
     if isinstance(t, ErrorType) or not tensor_arg(a, call, call.args[0], t):
         return ERROR
     p = plain(t)

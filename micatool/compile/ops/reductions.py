@@ -8,14 +8,12 @@ from ..ctypes import SUFFIX
 from ..cvalue import CValue
 from ..types import ERROR, ErrorType, Tensor, element_count, element_of, plain
 from . import TapeRecord, define
-from .checking import arity, tensor_arg, touch, tracked_if, values, wrong
+from .checking import one_argument, tensor_arg, touch, tracked_if, wrong
 from .lowering import extents, fresh_tensor, node_result, plain_arg, product, records, rows_cols
 
 
 def check_reduce(a, call, expected):
-    if not arity(a, call, 1):
-        return ERROR
-    (t,) = values(a, call)
+    t = one_argument(a, call)
     if isinstance(t, ErrorType) or not tensor_arg(a, call, call.args[0], t):
         return ERROR
     touch(a, t)
@@ -52,9 +50,7 @@ define("Max:reduce", records=True, check=check_reduce, lower=lower_reduce, devic
 
 
 def check_sum_rows(a, call, expected):
-    if not arity(a, call, 1):
-        return ERROR
-    (t,) = values(a, call)
+    t = one_argument(a, call)
     if isinstance(t, ErrorType) or not tensor_arg(a, call, call.args[0], t):
         return ERROR
     p = plain(t)

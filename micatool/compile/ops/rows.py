@@ -14,6 +14,7 @@ from .checking import (
     arity,
     last_dim,
     mixes_dynamic_with_tracked,
+    one_argument,
     same_extent,
     tensor_arg,
     touch,
@@ -33,9 +34,7 @@ def vector_rows(f, x: CValue) -> tuple[str, str]:
 
 
 def check_row_op(a, call, expected):
-    if not arity(a, call, 1):
-        return ERROR
-    (t,) = values(a, call)
+    t = one_argument(a, call)
     if isinstance(t, ErrorType) or not tensor_arg(a, call, call.args[0], t):
         return ERROR
     if call.callee.ident == "CausalMask" and plain(t).rank < 2:
