@@ -20,23 +20,23 @@ class CheckContext:
 
     def expr(self, e: ast.Expr, expected: Type | None = None) -> Type:
         """Check an argument: its type (ERROR after a diagnostic)."""
-        return self._analyzer.expr(e, expected)
+        return self._analyzer.expressions.expr(e, expected)
 
     def place(self, e: ast.Expr, action: str) -> Type:
         """Check an argument that is written, as `action` names the writing."""
-        return self._analyzer.place(e, action)
+        return self._analyzer.places.place(e, action)
 
     def address_arg(self, arg: ast.Expr, what: str = "") -> Type:
         """Check an `address` argument: a place the call may write."""
-        return self._analyzer.address_arg(arg, what)
+        return self._analyzer.places.address_arg(arg, what)
 
     def const_int(self, e: ast.Expr) -> int | None:
         """The value of an integer known at compile time, or None."""
-        return self._analyzer.const_int(e)
+        return self._analyzer.type_syntax.const_int(e)
 
     def promote(self, a: Scalar, b: Scalar, ea: ast.Expr, eb: ast.Expr) -> Scalar:
         """The type two numbers join to, as arithmetic joins them."""
-        return self._analyzer.promote(a, b, ea, eb)
+        return self._analyzer.expressions.promote(a, b, ea, eb)
 
     def error(self, where, code: int, message: str) -> Type:
         return self._analyzer.error(where, code, message)
@@ -48,11 +48,11 @@ class CheckContext:
 
     def note_tracked_op(self, t: Type) -> None:
         """An operation on t happened: its routine computes with tracked values when t is tracked."""
-        self._analyzer.note_tracked_op(t)
+        self._analyzer.expressions.note_tracked_op(t)
 
     def note_tape_loss(self, where: ast.Node, code: int, message: str) -> None:
         """A tracked value stops recording here: an error if this is inside a window."""
-        self._analyzer.note_tape_loss(where, code, message)
+        self._analyzer.declarations.note_tape_loss(where, code, message)
 
     def note_gradient_read(self, place: ast.Expr, root) -> None:
         """Gradient(place) of the variable root: checked once the windows are known."""

@@ -1,0 +1,109 @@
+"""What the analyzer's parts share: limits, and questions about places and types that
+need no analyzer state."""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import fields
+
+from .. import ast
+from ..types import STRING, Array, Tensor, Type, is_tracked, plain
+
+TENSOR_CONSTRUCTORS = {"vector": 1, "matrix": 2, "tensor": None}
+STATIC_LIMIT_BYTES = 1 << 40
+# Globals are C statics: with the default (small) code model the code reaches them
+# and the C library's own statics 32-bit relative (x86_64; aarch64's reach is 4 GiB),
+# so all of them and the code must fit in 2 GiB. This leaves the code 1 GiB of it.
+GLOBALS_LIMIT_BYTES = 1 << 30
+FLOAT32_OVERFLOW = 3.4028235677973366e38  # the least magnitude that rounds to float32's infinity
+
+
+# ---------------------------------------------------------------- free helpers
+
+
+def not_addressable(t: Type) -> str:
+    return f"data type '{t}' cannot be used in memory operation 'address of' (requires addressable)"
+
+
+def count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def is_dynamic_row(target: ast.Expr) -> bool:
+    """m[i] with m a dynamic matrix: a row that is storage inside m, not a value of its own."""
+    if not isinstance(target, ast.Index):
+        return False
+    t, left = plain(target.base.ty), len(target.indices)
+    while left and isinstance(t, Array):
+        t, left = plain(t.element), left - 1
+    return isinstance(t, Tensor) and t.is_dynamic and 0 < left < t.rank
+
+
+def to_float32(x: float) -> float:
+    """x rounded to the nearest float32 (infinity past its range), as a Python float."""
+    try:
+        return struct.unpack("f", struct.pack("f", x))[0]
+    except OverflowError:  # struct rounds as a C cast does, and refuses what rounds to infinity
+        return math.copysign(math.inf, x)
+
+
+LOGICAL = frozenset(["and", "or"])
+COMPARISONS = frozenset(["=", "<>", "<", "<=", ">", ">="])
+
+
+def device_scalar(t: Type) -> bool:
+    return isinstance(t, Tensor) and t.rank == 0
+
+
+def dynamic_storage_roots(place: ast.Expr) -> set:
+    """The variable whose dynamic storage holds the place, when an index reaches into some."""
+    e = place
+    while isinstance(e, ast.Field | ast.Index):
+        if isinstance(e, ast.Index) and indexes_dynamic_storage(e):
+            root = root_name(place)
+            return {root.symbol} if root is not None else set()
+        e = e.base
+    return set()
+
+
+def indexes_dynamic_storage(e: ast.Index) -> bool:
+    t = plain(e.base.ty)
+    for _ in e.indices:
+        if isinstance(t, Array | Tensor) and t.is_dynamic:
+            return True
+        if not isinstance(t, Array):
+            return False
+        t = plain(t.element)
+    return False
+
+
+def root_name(e: ast.Expr) -> ast.Name | None:
+    while isinstance(e, ast.Field | ast.Index):
+        e = e.base
+    return e if isinstance(e, ast.Name) else None
+
+
+def indexes_string(e: ast.Expr) -> bool:
+    return isinstance(e, ast.Index) and plain(e.base.ty) == STRING
+
+
+def writes_part_of_tracked(e: ast.Expr) -> bool:
+    return isinstance(e, ast.Index) and is_tracked(e.base.ty)
+
+
+def children(e: ast.Expr):
+    for f in fields(e):
+        value = getattr(e, f.name)
+        if isinstance(value, ast.Expr):
+            yield value
+        elif isinstance(value, list):
+            yield from (v for v in value if isinstance(v, ast.Expr))
+
+
+def shapes_free(t: Type) -> Type | None:
+    """The expected type to hand a literal argument: only a fully known shape helps."""
+    inner = plain(t)
+    if isinstance(inner, Tensor) and inner.shape is not None and not inner.is_concrete:
+        return Tensor(inner.element, None, inner.rank)
+    return inner
