@@ -306,6 +306,13 @@ class Program(Node):
     body: list[Stmt]
 
 
+def root_name(e: Expr) -> Name | None:
+    """The variable a place is part of: `blocks` of `blocks[i].w`; None for a value."""
+    while isinstance(e, Field | Index):
+        e = e.base
+    return e if isinstance(e, Name) else None
+
+
 def place_text(e: Expr) -> str:
     """A place as messages name it: `blocks[...].w`."""
     if isinstance(e, Name):

@@ -27,7 +27,6 @@ from .calls import Calls
 from .declarations import Declarations
 from .expressions import Expressions
 from .places import Places
-from .rules import is_dynamic_row, root_name, to_float32  # noqa: F401  (what later stages ask of analysis)
 from .statements import Statements
 from .type_syntax import TypeSyntax
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import ast, residency
 from ..symbols import ConstSymbol, ShapeVarSymbol, VarSymbol
 from ..types import ERROR, FLOAT32, INTEGER_RANGES, ErrorType, Scalar, Tensor, Type, has_tracked, holds_dynamic, plain
-from .rules import FLOAT32_OVERFLOW, dynamic_storage_roots, indexes_string, is_dynamic_row, not_addressable, root_name
+from .rules import FLOAT32_OVERFLOW, dynamic_storage_roots, indexes_string, is_dynamic_row, not_addressable
 
 
 class Places:
@@ -18,7 +18,7 @@ class Places:
             e.symbol = self.a.routine.result_var
             e.ty = self.a.routine.result
             return e.ty
-        root = root_name(e)
+        root = ast.root_name(e)
         if root is None:
             self.a.expressions.expr(e)
             return self.a.error(e, 5001, f"cannot {action} this expression: it is not a variable, field or element")
@@ -70,7 +70,7 @@ class Places:
         for call, routine in self.a.calls_lending:
             lent = [a for a, p in zip(call.args, routine.params)
                     if p.by_address and isinstance(a, ast.AddressArg) and not isinstance(a.ty, ErrorType)]
-            whole = {root_name(a.place).symbol for a in lent if holds_dynamic(a.place.ty)}
+            whole = {ast.root_name(a.place).symbol for a in lent if holds_dynamic(a.place.ty)}
             for arg in lent:
                 inside = dynamic_storage_roots(arg.place)
                 if inside and (inside & (routine.global_resizes | whole)):

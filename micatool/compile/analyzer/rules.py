@@ -61,7 +61,7 @@ def dynamic_storage_roots(place: ast.Expr) -> set:
     e = place
     while isinstance(e, ast.Field | ast.Index):
         if isinstance(e, ast.Index) and indexes_dynamic_storage(e):
-            root = root_name(place)
+            root = ast.root_name(place)
             return {root.symbol} if root is not None else set()
         e = e.base
     return set()
@@ -76,12 +76,6 @@ def indexes_dynamic_storage(e: ast.Index) -> bool:
             return False
         t = plain(t.element)
     return False
-
-
-def root_name(e: ast.Expr) -> ast.Name | None:
-    while isinstance(e, ast.Field | ast.Index):
-        e = e.base
-    return e if isinstance(e, ast.Name) else None
 
 
 def indexes_string(e: ast.Expr) -> bool:

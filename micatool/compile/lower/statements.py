@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import ast
-from ..analyzer import is_dynamic_row
+from ..analyzer.rules import is_dynamic_row
 from ..ctypes import SUFFIX
 from ..cvalue import CValue
 from ..residency import on_gpu

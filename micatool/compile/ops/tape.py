@@ -15,12 +15,10 @@ from .lowering import NOTHING
 
 def _tracked_place(a, call, arg) -> tuple[Type, object]:
     """The argument of Backward and Gradient: a tracked place rooted in a variable."""
-    from ..analyzer import root_name  # the analyzer imports this package first
-
     t = a.expr(arg)
     if isinstance(t, ErrorType):
         return ERROR, None
-    root = root_name(arg)
+    root = ast.root_name(arg)
     symbol = root.symbol if root is not None else None
     if not is_tracked(t) or not isinstance(symbol, VarSymbol):
         a.error(arg, 5110, f"'{call.callee.ident}' needs a tracked place (a variable, field or element), found '{t}'")
