@@ -83,7 +83,6 @@ def _check_nesting(reporter: Reporter, tree: lark.Tree) -> None:
         reporter.check()
 
 
-
 def _lexical_error(reporter: Reporter, source: SourceFile, e: lark.exceptions.UnexpectedCharacters) -> None:
     pos = Pos(e.line, e.column)
     rest = source.text[e.pos_in_stream:]

@@ -32,7 +32,6 @@ class Device:
         self.f = f
         self.emit = f.emit
 
-
     def launch(self, kernel: str, line: int, grid_y: int = 1, **args) -> None:
         """One kernel launch; args are C expressions keyed by the kernel's parameter names.
         grid_y is the grid's height, for kernels that take one (a batch of products)."""
@@ -195,4 +194,3 @@ def uses_device(e: ast.Expr) -> bool:
     types += [getattr(e, "left", None) and e.left.ty, getattr(e, "right", None) and e.right.ty,
               getattr(e, "operand", None) and e.operand.ty]
     return any(t is not None and on_gpu(t) for t in types)
-

@@ -74,7 +74,6 @@ class Expressions:
         self.f = f  # the function being lowered, and through it the other parts
         self.emit = f.emit
 
-
     # ============================================================ helpers
 
     def materialize(self, v: CValue) -> CValue:

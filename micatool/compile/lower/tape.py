@@ -32,7 +32,6 @@ class Tape:
         self.in_window = f.recording  # tracked operations record on the tape
         self.window_here = False  # inside a window this function opened
 
-
     # ============================================================ windows
 
     def tape_window(self, s: ast.Tape) -> None:
@@ -280,5 +279,3 @@ class Tape:
 def _scalar_like(t: Type) -> bool:
     """A scalar, or a rank-0 device tensor (a device scalar)."""
     return isinstance(t, Scalar) or (isinstance(t, Tensor) and t.rank == 0)
-
-

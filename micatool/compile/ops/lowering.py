@@ -72,6 +72,7 @@ def args_of(f, call: ast.Call) -> list[CValue]:
 def borrowed_args(f, call: ast.Call) -> list[str]:
     return [f.exprs.borrow(v).text if plain(v.type) == STRING or v.owned else v.text for v in args_of(f, call)]
 
+
 def storage(f, place: CValue) -> tuple[str, str]:
     """Pointer to a lent float place's elements, and how many."""
     t = plain(place.type)

@@ -33,10 +33,6 @@ def check_sgd(a, call, expected):
     return VOID
 
 
-
-
-
-
 def lower_optimizer(f, call: ast.Call) -> CValue:
     adam = call.callee.ident == "AdamStep"
     lent = [0, 2, 3] if adam else [0, 2]
