@@ -35,7 +35,8 @@ def load_source(path: str) -> SourceFile:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         source = SourceFile(path, data[: e.start].decode("utf-8"))
-        raise CompileError([Diagnostic(source, source.pos_at(len(source.text)), 1007, f"the file is not valid UTF-8 (byte 0x{data[e.start]:02x})")]) from None
+        raise CompileError([Diagnostic(source, source.pos_at(len(source.text)), 1007,
+                                       f"the file is not valid UTF-8 (byte 0x{data[e.start]:02x})")]) from None
     return SourceFile(path, text.removeprefix("\ufeff"))  # a byte-order mark is no part of the program
 
 

@@ -226,7 +226,8 @@ static {name} {name}__copy({name} a) {{
 
 def _record_helpers(name: str, t: Record, types: CTypes) -> str:
     drops = "\n    ".join(types.drop(ft, f"a->{c_name(f)}") for f, ft in t.fields if needs_drop(ft))
-    copies = "\n    ".join(f"out.{c_name(f)} = {types.copy(ft, f'a.{c_name(f)}')};" for f, ft in t.fields if needs_drop(ft))
+    copies = "\n    ".join(f"out.{c_name(f)} = {types.copy(ft, f'a.{c_name(f)}')};"
+                           for f, ft in t.fields if needs_drop(ft))
     return f"""static void {name}__drop({name} *a) {{
     {drops}
 }}

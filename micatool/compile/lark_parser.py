@@ -97,7 +97,8 @@ def _lexical_error(reporter: Reporter, source: SourceFile, e: lark.exceptions.Un
         reporter.error(pos, 1001, f"unexpected character {shown}")
 
 
-_TERMINAL_WORDS = {"NAME": "a name", "INT": "an integer", "FLOAT": "a float", "STRING": "a string", "$END": "end of file"}
+_TERMINAL_WORDS = {"NAME": "a name", "INT": "an integer", "FLOAT": "a float", "STRING": "a string",
+                   "$END": "end of file"}
 
 
 def _describe_terminal(name: str) -> str:
@@ -412,7 +413,8 @@ class Builder:
         too_long = len(digits) > len(str(INT64_MAX))
         value = 0 if too_long else int(digits)
         if too_long or value > INT64_MAX + 1:
-            self.reporter.error(Pos(*_at(token)), 1004, f"integer literal {_shown_literal(token)} does not fit in 64 bits")
+            self.reporter.error(Pos(*_at(token)), 1004, f"integer literal {_shown_literal(token)} "
+                                                        "does not fit in 64 bits")
             value = 0
         literal = ast.IntLit(*_at(token), value)
         if value == INT64_MAX + 1:
@@ -422,7 +424,8 @@ class Builder:
     def float_lit(self, token):
         value = float(token.value)
         if value in (float("inf"), float("-inf")):
-            self.reporter.error(Pos(*_at(token)), 1006, f"float literal {_shown_literal(token)} is too large for float64")
+            self.reporter.error(Pos(*_at(token)), 1006, f"float literal {_shown_literal(token)} "
+                                                        "is too large for float64")
             value = 0.0
         return ast.FloatLit(*_at(token), token.value, value)
 

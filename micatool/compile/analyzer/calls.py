@@ -62,7 +62,8 @@ class Calls:
         if len(e.args) != len(routine.params):
             for arg in e.args:
                 self.a.expressions.expr(arg.place if isinstance(arg, ast.AddressArg) else arg)
-            return self.a.error(e, 4027, f"'{routine.name}' takes {count(len(routine.params), 'argument')}, found {len(e.args)}")
+            return self.a.error(e, 4027, f"'{routine.name}' takes {count(len(routine.params), 'argument')}, "
+                                         f"found {len(e.args)}")
         if any(p.by_address for p in routine.params):
             self.a.calls_lending.append((e, routine))
         binding: dict[str, object] = {}
@@ -97,16 +98,18 @@ class Calls:
                                           f"{residency.place_word(concrete)}, found one {residency.place_word(t)}")
                     ok = False
                 elif not fits or plain(concrete) != plain(t):
-                    self.a.error(arg, 4028, f"parameter '{param.name}' of '{routine.name}' lends '{concrete}', found '{t}'")
+                    self.a.error(arg, 4028, f"parameter '{param.name}' of '{routine.name}' lends '{concrete}', "
+                                            f"found '{t}'")
                     ok = False
             elif not (fits and self.a.places.assignable(t, concrete, arg)):
                 if residency.on_gpu(t) != residency.on_gpu(concrete) and not isinstance(plain(t), Scalar):
-                    self.a.error(arg, 7003, f"argument '{param.name}' of '{routine.name}' is {residency.place_word(concrete)}, "
-                                          f"found '{t}' {residency.place_word(t)}")
+                    self.a.error(arg, 7003, f"argument '{param.name}' of '{routine.name}' is "
+                                            f"{residency.place_word(concrete)}, found '{t}' {residency.place_word(t)}")
                     ok = False
                     continue
                 code = 6010 if isinstance(plain(t), Tensor) and isinstance(plain(concrete), Tensor) else 4028
-                self.a.error(arg, code, f"argument '{param.name}' of '{routine.name}' must be '{concrete}', found '{t}'")
+                self.a.error(arg, code, f"argument '{param.name}' of '{routine.name}' must be '{concrete}', "
+                                        f"found '{t}'")
                 ok = False
             else:
                 self.a.declarations.note_untracking(arg, t, concrete, f"parameter '{param.name}' of '{routine.name}'")

@@ -54,7 +54,8 @@ class Declarations:
         t = self.a.type_syntax.resolve_type(decl.type)
         is_global = scope is self.a.globals
         if not is_global and has_tracked(t) and not is_tracked(t):
-            self.a.error(decl, 5102, f"a variable of type '{t}' holds tracked places and must live in the program's var section")
+            self.a.error(decl, 5102, f"a variable of type '{t}' holds tracked places and must live in "
+                                     "the program's var section")
         if decl.init is not None:
             if len(decl.names) > 1:
                 self.a.error(decl.init, 4002, "an initial value can only be given to one variable at a time")
@@ -73,8 +74,9 @@ class Declarations:
         within = self.a.global_bytes <= GLOBALS_LIMIT_BYTES
         self.a.global_bytes += storage_bytes(t)
         if within and self.a.global_bytes > GLOBALS_LIMIT_BYTES:
-            self.a.error(decl, 6020, f"with '{name}' the global variables take {self.a.global_bytes} bytes in place, past "
-                                   f"the 1 GiB that static storage holds: make '{name}' a dynamic array or tensor")
+            self.a.error(decl, 6020, f"with '{name}' the global variables take {self.a.global_bytes} bytes in place, "
+                                     f"past the 1 GiB that static storage holds: "
+                                     f"make '{name}' a dynamic array or tensor")
 
     def routine_header(self, decl: ast.Routine) -> None:
         routine = RoutineSymbol(decl.name, decl.pos, decl)
@@ -88,7 +90,8 @@ class Declarations:
                 inner, by_address = inner.inner, True
             t = self.a.type_syntax.resolve_type(inner, new_shape_vars=shape_vars)
             if has_tracked(t) and not is_tracked(t):
-                self.a.error(param, 5102, f"a parameter of type '{t}' holds tracked places; only the program's var section may")
+                self.a.error(param, 5102, f"a parameter of type '{t}' holds tracked places; "
+                                          "only the program's var section may")
             if by_address and has_tracked(t):
                 self.a.error(param, 5119, not_addressable(t))
             routine.params.append(VarSymbol(param.name, param.pos, t, "param", by_address=by_address))
@@ -110,7 +113,8 @@ class Declarations:
             self.a.scope.define(routine.result_var)
         for local in decl.decls:
             if isinstance(local, ast.TypeDecl):
-                t = self.a.type_syntax.resolve_type(local.type, name=local.name, known_shape_vars=set(routine.shape_vars))
+                t = self.a.type_syntax.resolve_type(local.type, name=local.name,
+                                                    known_shape_vars=set(routine.shape_vars))
                 self.define(self.a.scope, TypeSymbol(local.name, local.pos, t))
             else:
                 self.declaration(local, self.a.scope)
@@ -152,7 +156,8 @@ class Declarations:
             if opener is routine:
                 self.a.error(pos, 5105, f"'{routine.name}' opens a tape window, and windows do not nest")
             elif opener is not None:
-                self.a.error(pos, 5105, f"'{routine.name}' calls '{opener.name}', which opens a tape window, and windows do not nest")
+                self.a.error(pos, 5105, f"'{routine.name}' calls '{opener.name}', which opens a tape window, "
+                                        "and windows do not nest")
         for r in inside:
             self.a.window_reads |= self.a.routine_reads.get(r, set())
         return inside, {r for r in inside if r.touches_tracked}
@@ -161,7 +166,8 @@ class Declarations:
         """A tracked value stored into a plain place; an error if it happens inside a window."""
         if is_tracked(source) and not has_tracked(target):
             self.note_tape_loss(where, 5115, f"{what} is plain, so the tracked value stored there leaves the tape and "
-                                             f"its gradient is lost; declare it tracked, or read the value after the window")
+                                             f"its gradient is lost; "
+                                             f"declare it tracked, or read the value after the window")
 
     def note_tape_loss(self, where: ast.Node, code: int, message: str) -> None:
         """Where a gradient would silently end: an error once it is known to run inside a window

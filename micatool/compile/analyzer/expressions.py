@@ -132,7 +132,8 @@ class Expressions:
             if isinstance(inner, Array):
                 index = remaining.pop(0)
                 if index.folded is not None and not inner.is_dynamic and not inner.low <= index.folded <= inner.high:
-                    return self.a.error(index, 6005, f"index {index.folded} is outside the bounds {inner.low}..{inner.high}")
+                    return self.a.error(index, 6005, f"index {index.folded} is outside "
+                                                     f"the bounds {inner.low}..{inner.high}")
                 t = inner.element
             elif isinstance(inner, Tensor) and inner.on_gpu:
                 return self.a.error(e, 7007, "indexing a GPU tensor would read it piece by piece from the host; "
@@ -190,7 +191,8 @@ class Expressions:
             first = inner[0][0]
             for item, (shape, _) in zip(e.items, inner):
                 if shape != first:
-                    self.a.error(item, 6006, f"the rows of a tensor literal differ in shape: {list(first)} and {list(shape)}")
+                    self.a.error(item, 6006, f"the rows of a tensor literal differ in shape: "
+                                             f"{list(first)} and {list(shape)}")
                     return None, []
             return (len(e.items),) + first, [x for _, items in inner for x in items]
         if any(isinstance(item, ast.TensorLit) for item in e.items):
@@ -209,14 +211,16 @@ class Expressions:
                 e.folded = not e.operand.folded
             return BOOLEAN
         inner = plain(t)
-        numeric = (isinstance(inner, Scalar) and inner.is_numeric) or (isinstance(inner, Tensor) and inner.element.is_float)
+        numeric = ((isinstance(inner, Scalar) and inner.is_numeric)
+                   or (isinstance(inner, Tensor) and inner.element.is_float))
         if not numeric:
             return self.a.error(e, 4014, f"'{e.op}' needs a number or a float tensor, found '{t}'")
         if e.operand.folded is not None and isinstance(inner, Scalar):
             e.folded = -e.operand.folded if e.op == "-" else e.operand.folded
             if inner.is_integer and e.folded > INTEGER_RANGES["integer"][1]:
                 e.folded = None
-                return self.a.error(e, 4023, f"the constant expression overflows a 64-bit integer ({-e.operand.folded})")
+                return self.a.error(e, 4023, f"the constant expression overflows "
+                                             f"a 64-bit integer ({-e.operand.folded})")
         self.note_tracked_op(t)
         return INTEGER if isinstance(inner, Scalar) and inner.is_integer else t
 
@@ -263,8 +267,8 @@ class Expressions:
             return INTEGER
         tracked = is_tracked(lt) or is_tracked(rt)
         if tracked and any(isinstance(p, Tensor) and p.is_dynamic for p in (lp, rp)):
-            return self.a.error(e, 5109, f"'{op}' cannot join a tracked value with the dynamic tensor '{lp if lp.is_dynamic else rp}'; "
-                                       "give it a static shape")
+            return self.a.error(e, 5109, f"'{op}' cannot join a tracked value with the dynamic tensor "
+                                         f"'{lp if lp.is_dynamic else rp}'; give it a static shape")
         if isinstance(lp, Scalar) and isinstance(rp, Scalar):
             return self.scalar_arithmetic_type(e, op, lt, rt, lp, rp, tracked)
         if isinstance(lp, Tensor) and isinstance(rp, Scalar) or isinstance(lp, Scalar) and isinstance(rp, Tensor):
@@ -331,7 +335,8 @@ class Expressions:
     def tensor_arithmetic_type(self, e: ast.Binary, op: str, lt: Type, rt: Type, lp: Tensor, rp: Tensor,
                                tracked: bool) -> Type:
         if lp.element != rp.element:
-            return self.a.error(e, 4021, f"cannot apply '{op}' to '{lt}' and '{rt}': the element types differ; convert one with {rp.element.name}(...) or {lp.element.name}(...)")
+            return self.a.error(e, 4021, f"cannot apply '{op}' to '{lt}' and '{rt}': the element types differ; "
+                                         f"convert one with {rp.element.name}(...) or {lp.element.name}(...)")
         if not lp.element.is_float:
             return self.a.error(e, 4022, f"arithmetic on tensors needs float elements, found '{lt}'")
         repeated_left = op in ("+", "-") and 0 < len(shapes.dims(lp)) < len(shapes.dims(rp))

@@ -14,7 +14,8 @@ class Places:
 
     def place(self, e: ast.Expr, action: str) -> Type:
         """Type-check e as a place to write; report why when it is not one."""
-        if isinstance(e, ast.Name) and self.a.routine is not None and e.ident == self.a.routine.name and self.a.routine.is_function:
+        if isinstance(e, ast.Name) and self.a.routine is not None and e.ident == self.a.routine.name \
+                and self.a.routine.is_function:
             e.symbol = self.a.routine.result_var
             e.ty = self.a.routine.result
             return e.ty
@@ -37,7 +38,8 @@ class Places:
         if symbol.is_loop_var and e is root:
             return self.a.error(e, 5003, f"cannot {action} '{root.ident}' while a for loop counts with it")
         if indexes_string(e):
-            return self.a.error(e, 5005, "strings are values: build a new one with Copy and '+' instead of writing a character")
+            return self.a.error(e, 5005, "strings are values: build a new one with Copy and '+' "
+                                         "instead of writing a character")
         if symbol.role == "param" and not symbol.by_address:
             symbol.assigned = True
         if symbol.role == "global" and self.a.routine is not None:
@@ -52,7 +54,8 @@ class Places:
             t = self.a.expressions.expr(arg)
             if isinstance(t, ErrorType):
                 return ERROR
-            return self.a.error(arg, 5006, f"{what or 'this parameter'} writes the caller's storage: pass it as 'address <place>'")
+            return self.a.error(arg, 5006, f"{what or 'this parameter'} writes the caller's storage: "
+                                           "pass it as 'address <place>'")
         t = self.place(arg.place, "take the address of")
         arg.ty = t
         if isinstance(t, ErrorType):
@@ -60,8 +63,8 @@ class Places:
         if has_tracked(t):
             arg.ty = self.a.error(arg, 5119, not_addressable(t))
         elif is_dynamic_row(arg.place):
-            arg.ty = self.a.error(arg, 5008, "a row of a dynamic matrix has no storage of its own to lend; copy it into "
-                                         "a vector variable, or lend the whole matrix")
+            arg.ty = self.a.error(arg, 5008, "a row of a dynamic matrix has no storage of its own to lend; "
+                                             "copy it into a vector variable, or lend the whole matrix")
         return arg.ty
 
     def check_lent_elements(self) -> None:
@@ -74,9 +77,10 @@ class Places:
             for arg in lent:
                 inside = dynamic_storage_roots(arg.place)
                 if inside and (inside & (routine.global_resizes | whole)):
-                    self.a.error(arg, 5009, f"'{routine.name}' may resize the storage that '{ast.place_text(arg.place)}' "
-                                          f"lives in, and would then write where it used to be; lend a variable "
-                                          f"holding the element, and store it back after the call")
+                    place = ast.place_text(arg.place)
+                    self.a.error(arg, 5009, f"'{routine.name}' may resize the storage that '{place}' "
+                                            f"lives in, and would then write where it used to be; lend a variable "
+                                            f"holding the element, and store it back after the call")
 
     def assignable(self, source: Type, target: Type, e: ast.Expr) -> bool:
         s, t = plain(source), plain(target)

@@ -32,10 +32,12 @@ class Statements:
             return
         self.a.places.check_assignable(value_type, target_type, s.value)
         self.a.declarations.note_untracking(s.value, value_type, target_type, f"'{ast.place_text(s.target)}'")
-        if has_tracked(target_type) and self.a.tape_depth > 0 and not isinstance(s.target, ast.Name | ast.Field | ast.Index):
+        if has_tracked(target_type) and self.a.tape_depth > 0 \
+                and not isinstance(s.target, ast.Name | ast.Field | ast.Index):
             self.a.error(s.target, 5107, "inside a tape window a tracked place is assigned whole")
         if self.a.tape_depth > 0 and writes_part_of_tracked(s.target):
-            self.a.error(s.target, 5107, "inside a tape window a tracked value is assigned whole, not element by element")
+            self.a.error(s.target, 5107, "inside a tape window a tracked value is assigned whole, "
+                                         "not element by element")
 
     def stmt_CallStmt(self, s: ast.CallStmt):
         call = s.call

@@ -30,11 +30,13 @@ class TypeSyntax:
         if isinstance(t, ast.DynamicShapedType):
             element = self.tensor_element(t.element, t)
             if t.constructor not in ("vector", "matrix"):
-                return self.a.error(t, 4003, f"'{t.constructor} of T' is not a type; dynamic tensors are 'vector of T' and 'matrix of T'")
+                return self.a.error(t, 4003, f"'{t.constructor} of T' is not a type; "
+                                             "dynamic tensors are 'vector of T' and 'matrix of T'")
             if isinstance(element, ErrorType):
                 return ERROR
             if self.on_gpu(t.element):
-                return self.a.error(t, 7008, "a GPU tensor needs a static shape: its storage is allocated on the device")
+                return self.a.error(t, 7008, "a GPU tensor needs a static shape: "
+                                             "its storage is allocated on the device")
             return Tensor(element, None, TENSOR_CONSTRUCTORS[t.constructor])
         if isinstance(t, ast.StaticArrayType):
             low, high = self.const_int(t.low), self.const_int(t.high)
@@ -42,12 +44,14 @@ class TypeSyntax:
             if low is None or high is None or isinstance(element, ErrorType):
                 return ERROR
             if low > high:
-                return self.a.error(t, 6002, f"array bounds {low}..{high} are empty: the low bound is above the high bound")
+                return self.a.error(t, 6002, f"array bounds {low}..{high} are empty: "
+                                             "the low bound is above the high bound")
             return self.within_static_limit(t, Array(element, low, high))
         if isinstance(t, ast.DynamicArrayType):
             element = self.resolve_type(t.element, known_shape_vars=known)
             if has_tracked(element):
-                return self.a.error(t, 5103, "a dynamic array cannot hold tracked values: their paths must be known before the program runs")
+                return self.a.error(t, 5103, "a dynamic array cannot hold tracked values: "
+                                             "their paths must be known before the program runs")
             return Array(element, None, None)
         if isinstance(t, ast.RecordType):
             return self.record_type(t, name, known)
@@ -59,9 +63,11 @@ class TypeSyntax:
                 return Tracked(inner)
             if isinstance(inner, Tensor) and inner.element.is_float and not inner.is_dynamic:
                 return Tracked(inner)
-            return self.a.error(t, 5101, f"'tracked' needs a float scalar or a static-shaped float tensor, not '{inner}'")
+            return self.a.error(t, 5101, f"'tracked' needs a float scalar or a static-shaped float tensor, "
+                                         f"not '{inner}'")
         if isinstance(t, ast.AddressType):
-            return self.a.error(t, 5104, "'address' belongs in a parameter list: it lends the caller's place to the routine")
+            return self.a.error(t, 5104, "'address' belongs in a parameter list: "
+                                         "it lends the caller's place to the routine")
         if isinstance(t, ast.OnGpuType):
             inner = self.resolve_type(t.inner, new_shape_vars=new_shape_vars, known_shape_vars=known)
             if isinstance(inner, ErrorType):
@@ -69,7 +75,8 @@ class TypeSyntax:
             if isinstance(inner, Scalar) and inner.is_numeric:
                 return Tensor(inner, (), 0, True)  # a device scalar
             if isinstance(inner, Tensor) and inner.is_dynamic:
-                return self.a.error(t, 7008, "a GPU tensor needs a static shape: its storage is allocated on the device")
+                return self.a.error(t, 7008, "a GPU tensor needs a static shape: "
+                                             "its storage is allocated on the device")
             if isinstance(inner, Tensor):  # a named tensor type, moved
                 return Tensor(inner.element, inner.shape, 0, True)
             return self.a.error(t, 7009, f"'on gpu' applies to numbers and static tensors, not '{inner}'")
@@ -124,7 +131,8 @@ class TypeSyntax:
                 known.add(d.ident)
                 return d.ident
             if symbol is None or isinstance(symbol, ShapeVarSymbol):
-                self.a.error(d, 3001, f"unknown name '{d.ident}' in a dimension; shape variables are introduced by parameter types")
+                self.a.error(d, 3001, f"unknown name '{d.ident}' in a dimension; "
+                                      "shape variables are introduced by parameter types")
                 return None
             if not isinstance(symbol, ConstSymbol):
                 self.a.error(d, 4005, f"a dimension is a constant, and '{d.ident}' is not one; shape variables are "

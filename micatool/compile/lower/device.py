@@ -65,7 +65,8 @@ class Device:
         v = self.f.exprs.untracked(self.f.exprs.value(e))
         if isinstance(plain(v.type), Scalar):
             ids = self.emit.declare(Tensor(INTEGER, (), 0, True))
-            self.emit.line(f"mica_dev_upload(&{ids}, &{self.f.exprs.materialize(self.f.exprs.convert(v, INTEGER, line)).text}, 8, {line});")
+            self.emit.line(f"mica_dev_upload(&{ids}, "
+                           f"&{self.f.exprs.materialize(self.f.exprs.convert(v, INTEGER, line)).text}, 8, {line});")
             return ids
         return self.f.exprs.materialize(self.f.exprs.borrow(v)).text
 
@@ -80,7 +81,8 @@ class Device:
         t = plain(self.f.concrete(call.ty))
         host = self.f.exprs.untracked(self.f.exprs.value(call.args[0]))
         out = self.emit.declare(t)
-        data = f"&{self.f.exprs.materialize(host).text}" if isinstance(plain(host.type), Scalar) else self.f.exprs.data(host)
+        data = (f"&{self.f.exprs.materialize(host).text}" if isinstance(plain(host.type), Scalar)
+                else self.f.exprs.data(host))
         if isinstance(plain(host.type), Scalar) and plain(host.type) != element_of(t):
             data = f"&{self.f.exprs.materialize(self.f.exprs.convert(host, element_of(t), call.pos.line)).text}"
         self.emit.line(f"mica_dev_upload(&{out}, {data}, {byte_size(t)}, {call.pos.line});")
@@ -91,8 +93,8 @@ class Device:
         device = self.f.exprs.untracked(self.f.exprs.value(call.args[0]))
         out = self.emit.declare_uninitialized(t)
         target = f"&{out}" if isinstance(plain(t), Scalar) else f"{out}.e"
-        self.emit.line(f"mica_dev_download({target}, {self.f.exprs.materialize(self.f.exprs.borrow(device)).text}, {byte_size(t)}, "
-                  f"{call.pos.line});")
+        self.emit.line(f"mica_dev_download({target}, {self.f.exprs.materialize(self.f.exprs.borrow(device)).text}, "
+                       f"{byte_size(t)}, {call.pos.line});")
         return CValue(out, t, lvalue=True)
 
     # ============================================================ operators
@@ -100,7 +102,8 @@ class Device:
     def binary(self, e: ast.Binary) -> CValue:
         t = plain(self.f.concrete(e.ty))
         s, line = SUFFIX[t.element], e.pos.line
-        left, right = self.f.exprs.untracked(self.f.exprs.value(e.left)), self.f.exprs.untracked(self.f.exprs.value(e.right))
+        left, right = (self.f.exprs.untracked(self.f.exprs.value(e.left)),
+                       self.f.exprs.untracked(self.f.exprs.value(e.right)))
         if t.rank == 0:  # device scalars join as host numbers do: float32 with float64 gives float64
             left, right = (self.as_element(v, t.element, line) if isinstance(plain(v.type), Tensor) else v
                            for v in (left, right))
@@ -117,7 +120,8 @@ class Device:
             if e.op == "*":
                 self.product(out, a, b, lt, rt, s, line)
             elif lt.shape == rt.shape:
-                self.launch(f"mica_{'add' if e.op == '+' else 'sub'}_{s}", line, out=f"{out.text}.ptr", a=a, b=b, n=t.count)
+                self.launch(f"mica_{'add' if e.op == '+' else 'sub'}_{s}", line, out=f"{out.text}.ptr", a=a, b=b,
+                            n=t.count)
             else:
                 kernel = f"mica_{'add' if e.op == '+' else 'sub'}_rows_{s}"
                 self.launch(kernel, line, out=f"{out.text}.ptr", a=a, row=b, rows=t.count // rt.count, cols=rt.count)
@@ -125,8 +129,9 @@ class Device:
         tensor_left = isinstance(lt, Tensor) and (lt.rank > 0 or not both_device)
         if e.op == "/" and not tensor_left:  # a host number over a device scalar: it crosses as a kernel operand
             numerator = self.emit.declare(t)
-            self.emit.line(f"mica_dev_upload(&{numerator}, &{self.f.exprs.materialize(self.f.exprs.convert(left, t.element, line)).text}, "
-                      f"{byte_size(t)}, {line});")
+            self.emit.line(f"mica_dev_upload(&{numerator}, "
+                           f"&{self.f.exprs.materialize(self.f.exprs.convert(left, t.element, line)).text}, "
+                           f"{byte_size(t)}, {line});")
             self.launch(f"mica_div_{s}", line, out=f"{out.text}.ptr", a=f"{numerator}.ptr",
                         b=self.data(right, line), n=1)
             return out

@@ -119,7 +119,8 @@ class Expressions:
         if isinstance(source, Scalar) and isinstance(target, Scalar):
             if target.is_integer:
                 low, high = INTEGER_RANGES[target.name]
-                if (source.is_integer and INTEGER_RANGES[source.name][0] >= low and INTEGER_RANGES[source.name][1] <= high):
+                if (source.is_integer and INTEGER_RANGES[source.name][0] >= low
+                        and INTEGER_RANGES[source.name][1] <= high):
                     return CValue(v.text, target)
                 return CValue(f"({self.f.types.name(target)})mica_narrow({v.text}, {low}, {high}, {line})", target)
             return CValue(f"({self.f.types.name(target)})({v.text})", target)
@@ -135,7 +136,8 @@ class Expressions:
             if source == target:
                 return v
         if target.is_dynamic and not source.is_dynamic:
-            rows, cols = (source.shape[0], 1) if source.rank == 1 else (source.count // source.shape[-1], source.shape[-1])
+            rows, cols = ((source.shape[0], 1) if source.rank == 1
+                          else (source.count // source.shape[-1], source.shape[-1]))
             return CValue(f"mica_dyn_from_{suffix}({self.data(v)}, {rows}, {cols}, {line})", target, owned=True)
         if source.is_dynamic and not target.is_dynamic:
             dyn = self.borrow(v)
@@ -152,7 +154,8 @@ class Expressions:
         to, frm = SUFFIX[element], SUFFIX[source.element]
         if source.is_dynamic:
             dyn = self.borrow(v)
-            out = self.emit.declare(Tensor(element, None, source.rank), f"mica_dyn_new_{to}({dyn.text}.rows, {dyn.text}.cols, {line})")
+            out = self.emit.declare(Tensor(element, None, source.rank),
+                                    f"mica_dyn_new_{to}({dyn.text}.rows, {dyn.text}.cols, {line})")
             self.emit.line(f"mica_convert_{to}_{frm}({out}.e, {dyn.text}.e, {dyn.text}.rows * {dyn.text}.cols);")
             return CValue(out, Tensor(element, None, source.rank), owned=True, lvalue=True)
         result = Tensor(element, source.shape, 0, source.on_gpu)
@@ -400,7 +403,8 @@ class Expressions:
             self.emit.line(f"mica_{'add' if op == '+' else 'sub'}_{suffix}({out}.e, {a}, {b}, {t.count});")
         else:  # b repeats at every leading index of a
             cols = rt.count
-            self.emit.line(f"mica_{'add' if op == '+' else 'sub'}_rows_{suffix}({out}.e, {a}, {b}, {lt.count // cols}, {cols});")
+            self.emit.line(f"mica_{'add' if op == '+' else 'sub'}_rows_{suffix}({out}.e, {a}, {b}, "
+                           f"{lt.count // cols}, {cols});")
         return CValue(out, t, lvalue=True)
 
     def product_call(self, suffix: str, out: str, a: str, b: str, lt: Tensor, rt: Tensor) -> str:
@@ -428,7 +432,8 @@ class Expressions:
         suffix = SUFFIX[t.element]
         if t.is_dynamic:
             dyn = self.borrow(tensor).text
-            call = f"mica_dyn_rsub_{suffix}({args}, {dyn}, {line})" if kernel == "rsub" else f"mica_dyn_{kernel}_{suffix}({dyn}, {args}, {line})"
+            call = (f"mica_dyn_rsub_{suffix}({args}, {dyn}, {line})" if kernel == "rsub"
+                    else f"mica_dyn_{kernel}_{suffix}({dyn}, {args}, {line})")
             return CValue(call, t, owned=True)
         a = self.data(tensor)
         out = self.emit.declare_uninitialized(t)
@@ -531,7 +536,8 @@ def passed_by_pointer(t: Type) -> bool:
 
 
 def _paren(text: str) -> str:
-    simple = text.replace("_", "").replace(".", "").isalnum() or (text.startswith("(") and text.endswith(")") and balanced(text[1:-1]))
+    simple = (text.replace("_", "").replace(".", "").isalnum()
+              or (text.startswith("(") and text.endswith(")") and balanced(text[1:-1])))
     return text if simple else f"({text})"
 
 

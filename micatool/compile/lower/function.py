@@ -87,8 +87,10 @@ class FunctionLowering:
         prologue.insert(0, f"mica_enter({frame});")
         # the caller's statement goes on after the call: its traps name its own line
         prologue.insert(0, "int mica_caller_line = mica_line;")
-        epilogue = [self.types.drop(self.concrete(v.type), c_name(v.name)) for v in routine.locals if needs_drop(v.type)]
-        epilogue += [self.types.drop(self.concrete(p.type), c_name(p.name)) for p in self.copied_params if needs_drop(p.type)]
+        epilogue = [self.types.drop(self.concrete(v.type), c_name(v.name))
+                    for v in routine.locals if needs_drop(v.type)]
+        epilogue += [self.types.drop(self.concrete(p.type), c_name(p.name))
+                     for p in self.copied_params if needs_drop(p.type)]
         epilogue.append("mica_line = mica_caller_line;")
         if routine.result_var is not None:
             epilogue.append("return result;")

@@ -88,21 +88,27 @@ class Statements:
                 self.stmt_Assign(ast.Assign(pos.line, pos.col, target, value))
             return
         if isinstance(t, Record):
-            parts = [(ast.Field(pos.line, pos.col, target, name, ty=ft), ast.Field(pos.line, pos.col, value, name, ty=ft), ft) for name, ft in t.fields]
+            parts = [(ast.Field(pos.line, pos.col, target, name, ty=ft),
+                      ast.Field(pos.line, pos.col, value, name, ty=ft), ft)
+                     for name, ft in t.fields]
         else:
-            parts = [(ast.Index(pos.line, pos.col, target, [index], ty=t.element), ast.Index(pos.line, pos.col, value, [index], ty=t.element), t.element)
-                     for index in (ast.IntLit(pos.line, pos.col, i, ty=INTEGER, folded=i) for i in range(t.low, t.high + 1))]
+            parts = [(ast.Index(pos.line, pos.col, target, [index], ty=t.element),
+                      ast.Index(pos.line, pos.col, value, [index], ty=t.element), t.element)
+                     for index in (ast.IntLit(pos.line, pos.col, i, ty=INTEGER, folded=i)
+                                   for i in range(t.low, t.high + 1))]
         for part_target, part_value, part_type in parts:
             self.copy_through_the_tape(part_target, part_value, self.f.concrete(part_type), pos)
 
     def store_dynamic_row(self, target: ast.Index, value: ast.Expr, line: int) -> None:
         """m[i] := v for a dynamic matrix m: v's elements, as many as m has columns, into row i."""
-        leading = target.base if len(target.indices) == 1 else ast.Index(target.line, target.col, target.base, target.indices[:-1])
+        leading = (target.base if len(target.indices) == 1
+                   else ast.Index(target.line, target.col, target.base, target.indices[:-1]))
         matrix = self.f.exprs.place(leading)
         t = plain(matrix.type)
         row = self.f.exprs.untracked(self.f.exprs.value(value, Tensor(t.element, None, 1)))
         index = self.f.exprs.value(target.indices[-1]).text
-        self.emit.line(f"mica_dyn_set_row_{SUFFIX[t.element]}(&{matrix.text}, {index}, {self.f.exprs.data(row)}, {self.f.exprs.count(row)}, {line});")
+        self.emit.line(f"mica_dyn_set_row_{SUFFIX[t.element]}(&{matrix.text}, {index}, {self.f.exprs.data(row)}, "
+                       f"{self.f.exprs.count(row)}, {line});")
 
     def store(self, target: CValue, value: CValue, line: int) -> None:
         """target := value, with conversion, copy or move, and re-adoption of tracked places."""

@@ -91,7 +91,8 @@ class Tape:
             text = self.const_node(v, dtype or dtype_of(v.type))
         wanted = dtype or dtype_of(v.type)
         if wanted != dtype_of(v.type) and on_gpu(v.type):
-            self.f.lowering.kernels.update(["mica_convert_f32_f64", "mica_convert_f64_f32", f"mica_accumulate_{self.suffix(v.type)}"])
+            self.f.lowering.kernels.update(["mica_convert_f32_f64", "mica_convert_f64_f32",
+                                            f"mica_accumulate_{self.suffix(v.type)}"])
             text = self.new_node(f"mica_gt_convert({text}, {wanted}, {self.f.line_now})")
         elif wanted != dtype_of(v.type):
             text = self.new_node(f"mica_t_convert({text}, {wanted})")
@@ -115,8 +116,8 @@ class Tape:
             return self.new_node(where)
         rank, dims = dims_literal(t)
         if on_gpu(t):
-            return self.new_node(f"mica_gt_const({dtype}, {self.f.exprs.materialize(self.f.exprs.borrow(v)).text}, {rank}, {dims}, "
-                                 f"{self.f.line_now})")
+            return self.new_node(f"mica_gt_const({dtype}, {self.f.exprs.materialize(self.f.exprs.borrow(v)).text}, "
+                                 f"{rank}, {dims}, {self.f.line_now})")
         return self.new_node(f"mica_tape_const({dtype}, {self.f.exprs.data(v)}, {rank}, {dims})")
 
     def node_value(self, text: str, t: Type) -> CValue:
@@ -145,7 +146,8 @@ class Tape:
             self.emit.line(f"{self.f.exprs.var_text(symbol)} = {self.node(s.value, dtype_of(target_type))};")
             return
         if not isinstance(self.f.concrete(s.value.ty), Tracked):
-            self.f.statements.store(self.f.exprs.place(s.target), self.f.exprs.value(s.value, plain(target_type)), s.pos.line)
+            self.f.statements.store(self.f.exprs.place(s.target), self.f.exprs.value(s.value, plain(target_type)),
+                                    s.pos.line)
             return
         node = self.node(s.value, dtype_of(target_type))
         place = self.f.exprs.place(s.target)
@@ -179,7 +181,8 @@ class Tape:
             return self.node_value(self.record_tensor_pair(op, e, lt, rt, t), t)
         if _scalar_like(lt) and _scalar_like(rt) and left_tracked and right_tracked:
             kernel = {"+": "add", "-": "sub", "*": "mul", "/": "div"}[op]
-            return self.node_value(self.record(kernel, t, [self.node(e.left, dtype), self.node(e.right, dtype)], line), t)
+            nodes = [self.node(e.left, dtype), self.node(e.right, dtype)]
+            return self.node_value(self.record(kernel, t, nodes, line), t)
         # one side is a scalar; the other is the tracked value, or a tensor it scales
         tensor_left = (isinstance(lt, Tensor) and lt.rank > 0) or (_scalar_like(rt) and left_tracked)
         main, other = (e.left, e.right) if tensor_left else (e.right, e.left)
@@ -247,7 +250,8 @@ class Tape:
         part = self.tensor_part(call.args[0])
         if part is not None:  # Backward(v[i]): from one element of the tensor
             place = self.f.exprs.place(part[0])
-            element = self.f.exprs.tensor_offset("", plain(place.type), [self.f.exprs.value(i).text for i in part[1]], line)
+            indices = [self.f.exprs.value(i).text for i in part[1]]
+            element = self.f.exprs.tensor_offset("", plain(place.type), indices, line)
             self.emit.line(f'mica_tape_backward(&{place.text}.tag, {element}, "{name}", {line});')
         elif on_gpu(self.f.concrete(call.args[0].ty)):
             self.emit.line(f'mica_gt_backward(&{self.f.exprs.place(call.args[0]).text}.tag, "{name}", {line});')

@@ -141,7 +141,8 @@ def tracked_if(result: Type, *inputs: Type) -> Type:
 def static_if_tracked(a, call, arg, t) -> bool:
     """A tracked value needs a static shape; so does anything it is combined with."""
     if isinstance(plain(t), Tensor) and plain(t).is_dynamic:
-        a.error(arg, 5109, f"'{call.callee.ident}' of a dynamic tensor cannot join tracked values; give it a static shape")
+        a.error(arg, 5109, f"'{call.callee.ident}' of a dynamic tensor cannot join tracked values; "
+                           "give it a static shape")
         return False
     return True
 

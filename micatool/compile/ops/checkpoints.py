@@ -101,9 +101,11 @@ def checkpoint_entries(f, path: str, place: str, t: Type, tag: str = "NULL") -> 
                           f"(void **)&{place}.e, {tag}}}")]
     if isinstance(t, Tensor):
         dims = ", ".join(str(d) for d in t.shape)
-        return [(path, t, f"{{{name}, {DTYPES[t.element.name]}, {t.rank}, {{{dims}}}, {place}.e, NULL, NULL, NULL, {tag}}}")]
+        return [(path, t, f"{{{name}, {DTYPES[t.element.name]}, {t.rank}, {{{dims}}}, {place}.e, "
+                          f"NULL, NULL, NULL, {tag}}}")]
     if isinstance(t, Record):
-        return [e for field, ft in t.fields for e in checkpoint_entries(f, f"{path}.{field}", f"{place}.{c_name(field)}", ft)]
+        return [e for field, ft in t.fields
+                for e in checkpoint_entries(f, f"{path}.{field}", f"{place}.{c_name(field)}", ft)]
     return [e for i in range(t.low, t.high + 1)
             for e in checkpoint_entries(f, f"{path}[{i}]", f"{place}.e[{i - t.low}]", t.element)]
 

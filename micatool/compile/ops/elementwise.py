@@ -40,7 +40,8 @@ def lower_elementwise(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     s = SUFFIX[element_of(t)]
     if records(f, call):
-        return node_result(f, call, f.tape.record(kernel, f.concrete(call.ty), [f.tape.node(call.args[0], dtype_of(t))], call.pos.line))
+        return node_result(f, call, f.tape.record(kernel, f.concrete(call.ty),
+                                                  [f.tape.node(call.args[0], dtype_of(t))], call.pos.line))
     if isinstance(t, Scalar):
         x = plain_arg(f, call.args[0], t)
         return CValue(f"{SCALAR_FUNCTIONS[name]}_{s}({x.text})", t)
@@ -63,7 +64,8 @@ for _name in SCALAR_FUNCTIONS:
     if _name != "Abs":  # Abs of an integer is a number's (numbers.py)
         _kernel = _name.lower()
         define(_name, records=True, check=check_elementwise, lower=lower_elementwise, device=device_elementwise,
-               kernels=[f"each_{_kernel}"], tape={_kernel: TapeRecord([f"each_{_kernel}"], [f"{_kernel}_back"], each=True)})
+               kernels=[f"each_{_kernel}"],
+               tape={_kernel: TapeRecord([f"each_{_kernel}"], [f"{_kernel}_back"], each=True)})
 
 
 def check_mul(a, call, expected):

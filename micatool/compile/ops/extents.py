@@ -76,7 +76,8 @@ def check_set_length(a, call, expected) -> Type:
     if not arity(a, call, 2):
         return ERROR
     target = call.args[0]
-    t = a.address_arg(target, "SetLength's first argument") if isinstance(target, ast.AddressArg) else a.place(target, "resize")
+    t = (a.address_arg(target, "SetLength's first argument") if isinstance(target, ast.AddressArg)
+         else a.place(target, "resize"))
     n = a.expr(call.args[1])
     if not isinstance(n, ErrorType) and not is_integer(n):
         wrong(a, call, call.args[1], n, "an integer length")
@@ -111,7 +112,8 @@ def check_set_shape(a, call, expected) -> Type:
     if not (isinstance(t, Tensor) and t.is_dynamic):
         return wrong(a, call, call.args[0], t, "a dynamic vector or matrix") and VOID
     if len(extents) != t.rank:
-        a.error(call, 4027, f"SetShape of a {'vector' if t.rank == 1 else 'matrix'} takes {t.rank} extent(s), found {len(extents)}")
+        a.error(call, 4027, f"SetShape of a {'vector' if t.rank == 1 else 'matrix'} takes {t.rank} extent(s), "
+                            f"found {len(extents)}")
     return VOID
 
 

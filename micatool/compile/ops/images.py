@@ -50,12 +50,14 @@ def lower_conv2d(f, call: ast.Call) -> CValue:
     batch = xt.shape[0] if xt.rank == 4 else 1
     if records(f, call):
         rank, dims = dims_literal(t)
-        return node_result(f, call, f"mica_t_conv2d_{s}({f.tape.node(call.args[0])}, {f.tape.node(call.args[1])}, {batch}, {rank}, {dims})")
+        return node_result(f, call, f"mica_t_conv2d_{s}({f.tape.node(call.args[0])}, {f.tape.node(call.args[1])}, "
+                                    f"{batch}, {rank}, {dims})")
     x, k = plain_arg(f, call.args[0]), plain_arg(f, call.args[1])
     out = fresh_tensor(f, t, None, call.pos.line)
     cin, h, w = xt.shape[-3:]
     cout, _, kh, kw = kt.shape
-    f.emit.line(f"mica_conv2d_{s}({out.text}.e, {f.exprs.data(x)}, {f.exprs.data(k)}, {batch}, {cin}, {h}, {w}, {cout}, {kh}, {kw});")
+    f.emit.line(f"mica_conv2d_{s}({out.text}.e, {f.exprs.data(x)}, {f.exprs.data(k)}, "
+                f"{batch}, {cin}, {h}, {w}, {cout}, {kh}, {kw});")
     return out
 
 
@@ -86,7 +88,8 @@ def check_pool(a, call, expected):
     if size <= 0 or size > shape[-1] or size > shape[-2]:
         return a.error(call.args[1], 6016, f"a pooling window of {size} does not fit '{x}'")
     touch(a, x)
-    return records_on_gpu(a, call, tracked_if(plain(x).with_shape(shape[:-2] + (shape[-2] // size, shape[-1] // size)), x))
+    pooled = plain(x).with_shape(shape[:-2] + (shape[-2] // size, shape[-1] // size))
+    return records_on_gpu(a, call, tracked_if(pooled, x))
 
 
 def lower_pool(f, call: ast.Call) -> CValue:

@@ -42,7 +42,8 @@ def lower_optimizer(f, call: ast.Call) -> CValue:
         return lower_device_optimizer(f, call, adam, places, e)
     g = plain_arg(f, call.args[1])
     w, count = storage(f, places[0])
-    gradient, g_count = (f"&{f.exprs.materialize(f.exprs.convert(g, e, call.pos.line)).text}", "1") if isinstance(plain(g.type), Scalar) else (f.exprs.data(g), product(extents(f, g)))
+    gradient, g_count = ((f"&{f.exprs.materialize(f.exprs.convert(g, e, call.pos.line)).text}", "1")
+                         if isinstance(plain(g.type), Scalar) else (f.exprs.data(g), product(extents(f, g))))
     others = [storage(f, p) for p in places[1:]]
     line = call.pos.line
     if any(plain(p.type).is_dynamic for p in places if isinstance(plain(p.type), Tensor)) or (
@@ -69,7 +70,8 @@ def lower_device_optimizer(f, call: ast.Call, adam: bool, places: list, e: Scala
     lent = ", ".join(f"&{p.text}" for p in places[1:])
     if adam:
         rest = ", ".join(numbers(f, call, [5, 6, 7, 8], FLOAT64))
-        f.emit.line(f"mica_gpu_adam_step({dtype}, &{places[0].text}, {g}, {lent}, {n}, {f.exprs.value(call.args[4]).text}, {rest}, {line});")
+        f.emit.line(f"mica_gpu_adam_step({dtype}, &{places[0].text}, {g}, {lent}, {n}, "
+                    f"{f.exprs.value(call.args[4]).text}, {rest}, {line});")
     else:
         rest = ", ".join(numbers(f, call, [3, 4], FLOAT64))
         f.emit.line(f"mica_gpu_sgd_step({dtype}, &{places[0].text}, {g}, {lent}, {n}, {rest}, {line});")

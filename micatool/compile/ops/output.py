@@ -38,7 +38,8 @@ def check_write(a, call: ast.Call, expected) -> Type:
                 continue
             t = a.expr(arg)
         if not isinstance(t, ErrorType) and residency.on_gpu(t):
-            a.error(arg, 7002, f"Write prints host values; {residency.describe(arg.value if isinstance(arg, ast.FormatArg) else arg)} "
+            value = arg.value if isinstance(arg, ast.FormatArg) else arg
+            a.error(arg, 7002, f"Write prints host values; {residency.describe(value)} "
                                "lives on the GPU: print ToHost(...) of it")
         elif not isinstance(t, ErrorType) and not printable(t):
             a.error(arg, 4035, f"cannot print a value of type '{t}'; print its fields or elements")

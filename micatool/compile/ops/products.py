@@ -119,13 +119,15 @@ def plain_transpose(f, call: ast.Call) -> CValue:
     source = plain(v.type)
     rows, cols = source.shape[-2:]
     out = f.emit.declare_uninitialized(t)
-    f.emit.line(f"mica_transpose_{suffix}({out}.e, {f.exprs.data(v)}, {source.count // (rows * cols)}, {rows}, {cols});")
+    f.emit.line(f"mica_transpose_{suffix}({out}.e, {f.exprs.data(v)}, {source.count // (rows * cols)}, "
+                f"{rows}, {cols});")
     return CValue(out, t, lvalue=True)
 
 
 def lower_transpose(f, call: ast.Call) -> CValue:
     if records(f, call):
-        return node_result(f, call, f.tape.record("transpose", f.concrete(call.ty), [f.tape.node(call.args[0])], call.pos.line))
+        return node_result(f, call, f.tape.record("transpose", f.concrete(call.ty),
+                                                  [f.tape.node(call.args[0])], call.pos.line))
     return plain_transpose(f, call)
 
 
@@ -139,5 +141,5 @@ def device_transpose(f, call: ast.Call) -> CValue:
     return out
 
 
-define("Transpose", records=True, check=check_transpose, lower=lower_transpose, device=device_transpose, kernels=["transpose"],
-       tape={"transpose": TapeRecord(["transpose"], ["transpose_back"])})
+define("Transpose", records=True, check=check_transpose, lower=lower_transpose, device=device_transpose,
+       kernels=["transpose"], tape={"transpose": TapeRecord(["transpose"], ["transpose_back"])})

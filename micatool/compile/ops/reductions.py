@@ -25,7 +25,8 @@ def lower_reduce(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     s = SUFFIX[element_of(t)]
     if records(f, call):
-        return node_result(f, call, f.tape.record(kernel, f.concrete(call.ty), [f.tape.node(call.args[0])], call.pos.line))
+        return node_result(f, call, f.tape.record(kernel, f.concrete(call.ty),
+                                                  [f.tape.node(call.args[0])], call.pos.line))
     x = plain_arg(f, call.args[0])
     return CValue(f"mica_{kernel}_{s}({f.exprs.data(x)}, {product(extents(f, x))})", t)
 
@@ -65,7 +66,8 @@ def lower_sum_rows(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     s = SUFFIX[t.element]
     if records(f, call):
-        return node_result(f, call, f.tape.record("sum_rows", f.concrete(call.ty), [f.tape.node(call.args[0])], call.pos.line))
+        return node_result(f, call, f.tape.record("sum_rows", f.concrete(call.ty),
+                                                  [f.tape.node(call.args[0])], call.pos.line))
     x = plain_arg(f, call.args[0])
     rows, cols = rows_cols(f, x)
     out = fresh_tensor(f, t, None, call.pos.line, [cols])
@@ -83,5 +85,5 @@ def device_sum_rows(f, call: ast.Call) -> CValue:
     return out
 
 
-define("SumRows", records=True, check=check_sum_rows, lower=lower_sum_rows, device=device_sum_rows, kernels=["sum_rows"],
-       tape={"sum_rows": TapeRecord(["sum_rows"], ["sum_rows_back"])})
+define("SumRows", records=True, check=check_sum_rows, lower=lower_sum_rows, device=device_sum_rows,
+       kernels=["sum_rows"], tape={"sum_rows": TapeRecord(["sum_rows"], ["sum_rows_back"])})

@@ -47,7 +47,8 @@ def lower_softmax(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     s = SUFFIX[t.element]
     if records(f, call):
-        return node_result(f, call, f.tape.record("softmax", f.concrete(call.ty), [f.tape.node(call.args[0])], call.pos.line))
+        return node_result(f, call, f.tape.record("softmax", f.concrete(call.ty),
+                                                  [f.tape.node(call.args[0])], call.pos.line))
     x = plain_arg(f, call.args[0])
     out = fresh_tensor(f, t, x, call.pos.line)
     rows, cols = vector_rows(f, x)
@@ -81,7 +82,8 @@ def lower_causal_mask(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     s = SUFFIX[t.element]
     if records(f, call):
-        return node_result(f, call, f.tape.record("causal_mask", f.concrete(call.ty), [f.tape.node(call.args[0])], call.pos.line))
+        return node_result(f, call, f.tape.record("causal_mask", f.concrete(call.ty),
+                                                  [f.tape.node(call.args[0])], call.pos.line))
     x = plain_arg(f, call.args[0])
     out = fresh_tensor(f, t, x, call.pos.line)
     e = extents(f, x)
@@ -137,7 +139,8 @@ def lower_norm(f, call: ast.Call) -> CValue:
     rows, cols = vector_rows(f, x)
     for p in params:
         if plain(p.type).is_dynamic or plain(x.type).is_dynamic:
-            f.emit.line(f'mica_check_shape({product(extents(f, p))}, {cols}, {call.pos.line}, "gain and bias elements");')
+            f.emit.line(f'mica_check_shape({product(extents(f, p))}, {cols}, {call.pos.line}, '
+                        '"gain and bias elements");')
     out = fresh_tensor(f, t, x, call.pos.line)
     stats = "NULL, NULL" if kernel == "layernorm" else "NULL"
     data = ", ".join(f.exprs.data(v) for v in [x, *params])
@@ -194,7 +197,8 @@ def lower_cross_entropy(f, call: ast.Call) -> CValue:
     s = SUFFIX[element_of(t)]
     if records(f, call) and on_gpu(call.ty):
         targets = f.device.ids(call.args[1], call.pos.line)
-        return node_result(f, call, f.tape.record("cross_entropy", f.concrete(call.ty), [f.tape.node(call.args[0]), targets], call.pos.line))
+        return node_result(f, call, f.tape.record("cross_entropy", f.concrete(call.ty),
+                                                  [f.tape.node(call.args[0]), targets], call.pos.line))
     targets, count = integer_data(f, call.args[1])
     dynamic_targets = plain(f.concrete(call.args[1].ty)).is_dynamic if isinstance(
         plain(call.args[1].ty), Tensor) else False
@@ -203,12 +207,14 @@ def lower_cross_entropy(f, call: ast.Call) -> CValue:
         if dynamic_targets:
             rows = logits_type.count // logits_type.shape[-1]
             f.emit.line(f'mica_check_shape({count}, {rows}, {call.pos.line}, "targets");')
-        return node_result(f, call, f"mica_t_cross_entropy_{s}({f.tape.node(call.args[0])}, {targets}, {call.pos.line})")
+        return node_result(f, call, f"mica_t_cross_entropy_{s}({f.tape.node(call.args[0])}, "
+                                    f"{targets}, {call.pos.line})")
     logits = plain_arg(f, call.args[0])
     rows, cols = vector_rows(f, logits)
     if plain(logits.type).is_dynamic or dynamic_targets:
         f.emit.line(f'mica_check_shape({count}, {rows}, {call.pos.line}, "targets");')
-    return CValue(f"mica_cross_entropy_{s}(NULL, {f.exprs.data(logits)}, {targets}, {rows}, {cols}, {call.pos.line})", t)
+    return CValue(f"mica_cross_entropy_{s}(NULL, {f.exprs.data(logits)}, {targets}, {rows}, {cols}, "
+                  f"{call.pos.line})", t)
 
 
 def device_cross_entropy(f, call: ast.Call) -> CValue:
@@ -217,7 +223,8 @@ def device_cross_entropy(f, call: ast.Call) -> CValue:
     targets = f.device.ids(call.args[1], call.pos.line)
     cols = plain(logits.type).shape[-1]
     rows = element_count(logits.type) // cols
-    f.lowering.kernels.update({f"mica_cross_entropy_rows_{SUFFIX[element_of(t)]}", f"mica_mean_{SUFFIX[element_of(t)]}"})
+    f.lowering.kernels.update({f"mica_cross_entropy_rows_{SUFFIX[element_of(t)]}",
+                               f"mica_mean_{SUFFIX[element_of(t)]}"})
     out = f.emit.declare(t)
     f.emit.line(f"mica_gpu_cross_entropy(&{out}, {dtype_of(t)}, {f.exprs.materialize(f.exprs.borrow(logits)).text}, "
               f"{targets}, {rows}, {cols}, {call.pos.line});")
@@ -261,14 +268,17 @@ def lower_gather(f, call: ast.Call) -> CValue:
         rank, dims = dims_literal(t)
         ids = f.device.ids(call.args[1], line)
         n = plain(f.concrete(call.args[1].ty)).count if isinstance(plain(f.concrete(call.args[1].ty)), Tensor) else 1
-        return node_result(f, call, f.tape.record("gather", f.concrete(call.ty), [f.tape.node(call.args[0]), ids, n, rank, dims], line))
+        return node_result(f, call, f.tape.record("gather", f.concrete(call.ty),
+                                                  [f.tape.node(call.args[0]), ids, n, rank, dims], line))
     ids, n = integer_data(f, call.args[1])
     if records(f, call):
         rank, dims = dims_literal(t)
-        return node_result(f, call, f"mica_t_gather_{s}({f.tape.node(call.args[0])}, {ids}, {n}, {rank}, {dims}, {line})")
+        return node_result(f, call, f"mica_t_gather_{s}({f.tape.node(call.args[0])}, "
+                                    f"{ids}, {n}, {rank}, {dims}, {line})")
     table = plain_arg(f, call.args[0])
     rows, cols = extents(f, table)
-    out = fresh_tensor(f, t, None, line, [n, cols] if plain(f.concrete(call.args[1].ty)) != Scalar("integer") else [cols])
+    out = fresh_tensor(f, t, None, line,
+                       [n, cols] if plain(f.concrete(call.args[1].ty)) != Scalar("integer") else [cols])
     f.emit.line(f"mica_gather_{s}({out.text}.e, {f.exprs.data(table)}, {ids}, {n}, {rows}, {cols}, {line});")
     return out
 

@@ -36,7 +36,8 @@ def check_backward(a, call, expected):
     if isinstance(t, ErrorType):
         return VOID
     if not (isinstance(plain(t), Scalar) or isinstance(plain(t), Tensor) and plain(t).rank == 0):
-        a.error(call.args[0], 5111, f"Backward starts from a tracked scalar, found '{t}'; reduce it with Sum or Mean first")
+        a.error(call.args[0], 5111, f"Backward starts from a tracked scalar, found '{t}'; "
+                                    "reduce it with Sum or Mean first")
     if a.in_window:
         a.error(call, 5112, "Backward inside its tape window; call it after the window's 'end'")
     return VOID
