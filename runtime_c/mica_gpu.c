@@ -245,8 +245,10 @@ static void launch(const char *kernel, int64_t threads, int64_t grid_y, int line
 
 /* Launch `kernel` over `threads` threads (blocks of 256). signature names each
  * argument that follows: p a device pointer (uint64_t), i an int64_t, u a
- * 32-bit flag (passed as int), f a float (passed as double), d a double. Waits for the kernel, so a fault is
- * reported at the Mica line that caused it. */
+ * 32-bit flag (passed as int), f a float (passed as double), d a double;
+ * callers take it from the kernel's PTX parameters (the compiler from
+ * micatool.compile.ptx.KERNELS, the device tape from mica_kernel_signatures.h).
+ * Waits for the kernel, so a fault is reported at the Mica line that caused it. */
 void mica_gpu_launch(const char *kernel, int64_t threads, int line, const char *signature, ...) {
     va_list list;
     va_start(list, signature);

@@ -8,6 +8,7 @@
  * Only GPU programs link this file; they call it through mica_gt_*.
  */
 #include "mica.h"
+#include "mica_kernel_signatures.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +16,63 @@
 #define DP(n) ((uint64_t)(uintptr_t)(n)->value)
 #define DG(n) ((uint64_t)(uintptr_t)mica_node_grad(n))
 #define BYTES(n) ((int64_t)(n)->count * (int64_t)mica_dtype_size((n)->dtype))
+
+/* ---------------------------------------------------------------- launching */
+
+/* A kernel for an element type: "mica_add" and MICA_F32 give "mica_add_f32",
+ * with the launch signature its PTX parameters give (mica_kernel_signatures.h,
+ * generated from ptx/), so no launch here types one. */
+struct kernel {
+    const char *base;
+    int dtype;
+    char name[64];
+    const char *signature;
+};
+
+static const char *signature_of(const char *base, int dtype, int line) {
+    for (size_t i = 0; i < sizeof mica_kernel_signatures / sizeof mica_kernel_signatures[0]; i++)
+        if (strcmp(mica_kernel_signatures[i].base, base) == 0) {
+            const char *s = dtype == MICA_F64 ? mica_kernel_signatures[i].f64 : mica_kernel_signatures[i].f32;
+            if (s != NULL) return s;
+        }
+    mica_trapf(line, "no PTX kernel %s_%s", base, dtype == MICA_F64 ? "f64" : "f32");
+}
+
+/* The kernel, checked against the `args` arguments a launch gives it. */
+static const struct kernel *K(const char *base, int dtype, int args, int line) {
+    static struct kernel kernels[160];
+    static int used;
+    struct kernel *k = NULL;
+    for (int i = 0; i < used && k == NULL; i++)
+        if (kernels[i].base == base && kernels[i].dtype == dtype) k = &kernels[i];
+    if (k == NULL) {
+        if (used == 160) mica_trap(line, "too many kernel names");
+        k = &kernels[used];
+        k->base = base;
+        k->dtype = dtype;
+        snprintf(k->name, sizeof k->name, "%s_%s", base, dtype == MICA_F64 ? "f64" : "f32");
+        k->signature = signature_of(base, dtype, line);
+        used++;
+    }
+    if ((int)strlen(k->signature) != args)
+        mica_trapf(line, "%s takes %d arguments (%s), launched with %d", k->name, (int)strlen(k->signature),
+                   k->signature, args);
+    return k;
+}
+
+/* How many arguments a launch gives (at most 16, as mica_gpu.c takes). */
+#define COUNT(...) COUNT_(__VA_ARGS__, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1)
+#define COUNT_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, n, ...) n
+
+/* Launch base's kernel for dtype over `threads` threads (a grid grid_y blocks
+ * tall) with the arguments after line: read by the kernel's own signature,
+ * and as many as it has parameters, or the launch stops at its Mica line. */
+#define LAUNCH_GRID(base, dtype, threads, grid_y, line, ...)                                             \
+    do {                                                                                               \
+        const struct kernel *k_ = K(base, dtype, COUNT(__VA_ARGS__), line);                            \
+        mica_gpu_launch_grid(k_->name, threads, grid_y, line, k_->signature, __VA_ARGS__);             \
+    } while (0)
+#define LAUNCH(base, dtype, threads, line, ...) LAUNCH_GRID(base, dtype, threads, 1, line, __VA_ARGS__)
 
 /* ---------------------------------------------------------------- the window's device buffers */
 
@@ -44,23 +102,6 @@ static void *zeros(int64_t bytes, int line) {
     d->bytes = 0;
     mica_dev_reserve(d, bytes > 0 ? bytes : 1, line);
     return (void *)(uintptr_t)d->ptr;
-}
-
-/* A kernel's name for an element type: "mica_add" and MICA_F32 give "mica_add_f32". */
-static const char *K(const char *base, int dtype) {
-    static struct {
-        const char *base;
-        int dtype;
-        char name[64];
-    } names[160];
-    static int used;
-    for (int i = 0; i < used; i++)
-        if (names[i].base == base && names[i].dtype == dtype) return names[i].name;
-    if (used == 160) mica_trap(0, "too many kernel names");
-    names[used].base = base;
-    names[used].dtype = dtype;
-    snprintf(names[used].name, sizeof names[used].name, "%s_%s", base, dtype == MICA_F64 ? "f64" : "f32");
-    return names[used++].name;
 }
 
 static mica_node *node(int dtype, int rank, const int64_t *dims, const char *op, mica_backward_fn backward,
@@ -138,8 +179,8 @@ void mica_gt_gradient(mica_dev *out, mica_tag *tag, int dtype, int64_t count, co
 /* ga += g (sign +1) or ga -= g (sign -1) for the inputs that need it. */
 static void pass_back(mica_node *out, mica_node *in, int sign) {
     if (in != NULL && in->needs_grad)
-        mica_gpu_launch(K(sign > 0 ? "mica_accumulate" : "mica_deduct", out->dtype), out->count, out->line, "ppi",
-                        DG(in), DG(out), (int64_t)out->count);
+        LAUNCH(sign > 0 ? "mica_accumulate" : "mica_deduct", out->dtype, out->count, out->line, DG(in), DG(out),
+               (int64_t)out->count);
 }
 
 static void add_back(mica_node *out) {
@@ -154,7 +195,7 @@ static void sub_back(mica_node *out) {
 
 static mica_node *binary(const char *kernel, mica_backward_fn backward, mica_node *a, mica_node *b, int line) {
     mica_node *out = like(a, kernel, backward, b, NULL, line);
-    mica_gpu_launch(K(kernel, a->dtype), out->count, line, "pppi", DP(out), DP(a), DP(b), (int64_t)out->count);
+    LAUNCH(kernel, a->dtype, out->count, line, DP(out), DP(a), DP(b), (int64_t)out->count);
     return out;
 }
 
@@ -164,8 +205,7 @@ mica_node *mica_gt_sub(mica_node *a, mica_node *b, int line) { return binary("mi
 /* gin += kernel(g, other), elementwise, when in needs it: the backward of a product or a quotient. */
 static void pass_back_by(mica_node *out, const char *kernel, mica_node *in, mica_node *other) {
     if (in->needs_grad)
-        mica_gpu_launch(K(kernel, out->dtype), out->count, out->line, "pppi", DG(in), DG(out), DP(other),
-                        (int64_t)out->count);
+        LAUNCH(kernel, out->dtype, out->count, out->line, DG(in), DG(out), DP(other), (int64_t)out->count);
 }
 
 static void mul_back(mica_node *out) {
@@ -179,8 +219,8 @@ static void div_back(mica_node *out) {
     mica_node *a = out->in[0], *b = out->in[1];
     pass_back_by(out, "mica_div_back_a", a, b);
     if (b->needs_grad)
-        mica_gpu_launch(K("mica_div_back_b", out->dtype), out->count, out->line, "ppppi", DG(b), DG(out), DP(out), DP(b),
-                        (int64_t)out->count);
+        LAUNCH("mica_div_back_b", out->dtype, out->count, out->line, DG(b), DG(out), DP(out), DP(b),
+               (int64_t)out->count);
 }
 
 mica_node *mica_gt_div(mica_node *a, mica_node *b, int line) { return binary("mica_div", div_back, a, b, line); }
@@ -192,9 +232,8 @@ static void rows_back(mica_node *out) {
     pass_back(out, a, 1);
     if (row->needs_grad) {  // the column sums of g, then into row's gradient
         uint64_t sums = (uint64_t)(uintptr_t)zeros(BYTES(row), out->line);
-        mica_gpu_launch(K("mica_sum_rows", out->dtype), cols, out->line, "ppii", sums, DG(out), rows, cols);
-        mica_gpu_launch(K(out->param < 0 ? "mica_deduct" : "mica_accumulate", out->dtype), cols, out->line, "ppi",
-                        DG(row), sums, cols);
+        LAUNCH("mica_sum_rows", out->dtype, cols, out->line, sums, DG(out), rows, cols);
+        LAUNCH(out->param < 0 ? "mica_deduct" : "mica_accumulate", out->dtype, cols, out->line, DG(row), sums, cols);
     }
 }
 
@@ -202,7 +241,7 @@ static mica_node *rows_op(const char *kernel, double sign, mica_node *a, mica_no
     mica_node *out = like(a, kernel, rows_back, row, NULL, line);
     out->param = sign;
     int64_t cols = row->count;
-    mica_gpu_launch(K(kernel, a->dtype), out->count, line, "pppii", DP(out), DP(a), DP(row), out->count / cols, cols);
+    LAUNCH(kernel, a->dtype, out->count, line, DP(out), DP(a), DP(row), out->count / cols, cols);
     return out;
 }
 
@@ -211,13 +250,13 @@ mica_node *mica_gt_sub_rows(mica_node *a, mica_node *row, int line) { return row
 
 /* out = a * s, a / s, a + s with a constant s */
 static void scale_back(mica_node *out) {
-    mica_gpu_launch(K("mica_scale_back", out->dtype), out->count, out->line, out->dtype == MICA_F64 ? "ppdi" : "ppfi",
-                    DG(out->in[0]), DG(out), out->param, (int64_t)out->count);
+    LAUNCH("mica_scale_back", out->dtype, out->count, out->line, DG(out->in[0]), DG(out), out->param,
+           (int64_t)out->count);
 }
 
 static void divide_back(mica_node *out) {
-    mica_gpu_launch(K("mica_divide_back", out->dtype), out->count, out->line, out->dtype == MICA_F64 ? "ppdi" : "ppfi",
-                    DG(out->in[0]), DG(out), out->param, (int64_t)out->count);
+    LAUNCH("mica_divide_back", out->dtype, out->count, out->line, DG(out->in[0]), DG(out), out->param,
+           (int64_t)out->count);
 }
 
 static void shift_back(mica_node *out) { pass_back(out, out->in[0], 1); }
@@ -225,8 +264,7 @@ static void shift_back(mica_node *out) { pass_back(out, out->in[0], 1); }
 static mica_node *with_scalar(const char *kernel, mica_backward_fn backward, mica_node *a, double s, int line) {
     mica_node *out = like(a, kernel, backward, NULL, NULL, line);
     out->param = a->dtype == MICA_F64 ? s : (double)(float)s;
-    mica_gpu_launch(K(kernel, a->dtype), out->count, line, a->dtype == MICA_F64 ? "ppdi" : "ppfi", DP(out), DP(a), s,
-                    (int64_t)out->count);
+    LAUNCH(kernel, a->dtype, out->count, line, DP(out), DP(a), s, (int64_t)out->count);
     return out;
 }
 
@@ -238,7 +276,7 @@ static void neg_back(mica_node *out) { pass_back(out, out->in[0], -1); }
 
 mica_node *mica_gt_neg(mica_node *a, int line) {
     mica_node *out = like(a, "-", neg_back, NULL, NULL, line);
-    mica_gpu_launch(K("mica_neg", a->dtype), out->count, line, "ppi", DP(out), DP(a), (int64_t)out->count);
+    LAUNCH("mica_neg", a->dtype, out->count, line, DP(out), DP(a), (int64_t)out->count);
     return out;
 }
 
@@ -247,8 +285,8 @@ mica_node *mica_gt_neg(mica_node *a, int line) {
 static void gemm(int dtype, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda,
                  uint64_t b, int64_t ldb, uint64_t c, int64_t ldc, int accumulate, int64_t batch, int64_t sa,
                  int64_t sb, int64_t sc, int line) {
-    mica_gpu_launch_grid(K("mica_gemm", dtype), m * n, batch, line, "uuiiipipipiuiii", trans_a, trans_b, m, n, k, a,
-                         lda, b, ldb, c, ldc, accumulate, sa, sb, sc);
+    LAUNCH_GRID("mica_gemm", dtype, m * n, batch, line, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate,
+                sa, sb, sc);
 }
 
 // out (batch, m, n) = a (batch, m, k) * b (batch, k, n); a batch of one is a plain product (extent: m, k, n, batch)
@@ -287,8 +325,8 @@ mica_node *mica_gt_bmm(mica_node *a, mica_node *b, int64_t batch, int64_t m, int
 static void transpose_back(mica_node *out) {
     mica_node *a = out->in[0];
     int64_t rows = a->dims[a->rank - 2], cols = a->dims[a->rank - 1];
-    mica_gpu_launch(K("mica_transpose_back", out->dtype), out->count, out->line, "ppiii", DG(a), DG(out),
-                    a->count / (rows * cols), rows, cols);
+    LAUNCH("mica_transpose_back", out->dtype, out->count, out->line, DG(a), DG(out), a->count / (rows * cols), rows,
+           cols);
 }
 
 mica_node *mica_gt_transpose(mica_node *a, int line) {
@@ -298,8 +336,7 @@ mica_node *mica_gt_transpose(mica_node *a, int line) {
     dims[a->rank - 2] = cols;
     dims[a->rank - 1] = rows;
     mica_node *out = node(a->dtype, a->rank, dims, "Transpose", transpose_back, a, NULL, NULL, line);
-    mica_gpu_launch(K("mica_transpose", a->dtype), out->count, line, "ppiii", DP(out), DP(a), a->count / (rows * cols),
-                    rows, cols);
+    LAUNCH("mica_transpose", a->dtype, out->count, line, DP(out), DP(a), a->count / (rows * cols), rows, cols);
     return out;
 }
 
@@ -308,15 +345,15 @@ mica_node *mica_gt_transpose(mica_node *a, int line) {
 // saved: the backward kernel's name
 static void each_back(mica_node *out) {
     mica_node *a = out->in[0];
-    mica_gpu_launch(K((const char *)out->saved, out->dtype), out->count, out->line, "ppppi", DG(a), DG(out), DP(a),
-                    DP(out), (int64_t)out->count);
+    LAUNCH((const char *)out->saved, out->dtype, out->count, out->line, DG(a), DG(out), DP(a), DP(out),
+           (int64_t)out->count);
 }
 
 /* forward: mica_each_NAME; backward: mica_NAME_back (both names are string literals) */
 mica_node *mica_gt_each(const char *forward, const char *backward, mica_node *a, int line) {
     mica_node *out = like(a, forward, each_back, NULL, NULL, line);
     out->saved = (void *)backward;
-    mica_gpu_launch(K(forward, a->dtype), out->count, line, "ppi", DP(out), DP(a), (int64_t)out->count);
+    LAUNCH(forward, a->dtype, out->count, line, DP(out), DP(a), (int64_t)out->count);
     return out;
 }
 
@@ -324,14 +361,14 @@ mica_node *mica_gt_each(const char *forward, const char *backward, mica_node *a,
 
 static void whole_back(mica_node *out) {  // Sum and Mean: every element gets g (over n, for Mean)
     mica_node *a = out->in[0];
-    mica_gpu_launch(K(out->param > 0 ? "mica_mean_back" : "mica_sum_back", out->dtype), a->count, out->line, "ppi",
-                    DG(a), DG(out), (int64_t)a->count);
+    LAUNCH(out->param > 0 ? "mica_mean_back" : "mica_sum_back", out->dtype, a->count, out->line, DG(a), DG(out),
+           (int64_t)a->count);
 }
 
 static mica_node *whole(const char *kernel, double mean, mica_node *a, int line) {
     mica_node *out = node(a->dtype, 0, NULL, kernel, whole_back, a, NULL, NULL, line);
     out->param = mean;
-    mica_gpu_launch(K(kernel, a->dtype), 1, line, "ppi", DP(out), DP(a), (int64_t)a->count);
+    LAUNCH(kernel, a->dtype, 1, line, DP(out), DP(a), (int64_t)a->count);
     return out;
 }
 
@@ -339,28 +376,26 @@ mica_node *mica_gt_sum(mica_node *a, int line) { return whole("mica_sum", 0, a, 
 mica_node *mica_gt_mean(mica_node *a, int line) { return whole("mica_mean", 1, a, line); }
 
 static void max_back(mica_node *out) {
-    mica_gpu_launch(K("mica_max_back", out->dtype), 1, out->line, "ppp", DG(out->in[0]), DG(out),
-                    (uint64_t)(uintptr_t)out->saved);
+    LAUNCH("mica_max_back", out->dtype, 1, out->line, DG(out->in[0]), DG(out), (uint64_t)(uintptr_t)out->saved);
 }
 
 mica_node *mica_gt_max(mica_node *a, int line) {
     mica_node *out = node(a->dtype, 0, NULL, "Max", max_back, a, NULL, NULL, line);
     out->saved = zeros(sizeof(int64_t), line);
-    mica_gpu_launch(K("mica_max", a->dtype), 1, line, "pppi", DP(out), (uint64_t)(uintptr_t)out->saved, DP(a),
-                    (int64_t)a->count);
+    LAUNCH("mica_max", a->dtype, 1, line, DP(out), (uint64_t)(uintptr_t)out->saved, DP(a), (int64_t)a->count);
     return out;
 }
 
 static void sum_rows_back(mica_node *out) {
     mica_node *a = out->in[0];
     int64_t cols = out->count;
-    mica_gpu_launch(K("mica_sum_rows_back", out->dtype), a->count, out->line, "ppii", DG(a), DG(out), a->count / cols, cols);
+    LAUNCH("mica_sum_rows_back", out->dtype, a->count, out->line, DG(a), DG(out), a->count / cols, cols);
 }
 
 mica_node *mica_gt_sum_rows(mica_node *a, int line) {
     int64_t cols = a->dims[a->rank - 1];
     mica_node *out = node(a->dtype, 1, &cols, "SumRows", sum_rows_back, a, NULL, NULL, line);
-    mica_gpu_launch(K("mica_sum_rows", a->dtype), cols, line, "ppii", DP(out), DP(a), a->count / cols, cols);
+    LAUNCH("mica_sum_rows", a->dtype, cols, line, DP(out), DP(a), a->count / cols, cols);
     return out;
 }
 
@@ -368,28 +403,27 @@ mica_node *mica_gt_sum_rows(mica_node *a, int line) {
 
 static void softmax_back(mica_node *out) {
     int64_t cols = out->dims[out->rank - 1];
-    mica_gpu_launch(K("mica_softmax_back_rows", out->dtype), out->count / cols, out->line, "pppii", DG(out->in[0]),
-                    DG(out), DP(out), out->count / cols, cols);
+    LAUNCH("mica_softmax_back_rows", out->dtype, out->count / cols, out->line, DG(out->in[0]), DG(out), DP(out),
+           out->count / cols, cols);
 }
 
 mica_node *mica_gt_softmax(mica_node *a, int line) {
     mica_node *out = like(a, "Softmax", softmax_back, NULL, NULL, line);
     int64_t cols = a->dims[a->rank - 1];
-    mica_gpu_launch(K("mica_softmax_rows", a->dtype), a->count / cols, line, "ppii", DP(out), DP(a), a->count / cols, cols);
+    LAUNCH("mica_softmax_rows", a->dtype, a->count / cols, line, DP(out), DP(a), a->count / cols, cols);
     return out;
 }
 
 static void causal_mask_back(mica_node *out) {
     int64_t rows = out->dims[out->rank - 2], cols = out->dims[out->rank - 1];
-    mica_gpu_launch(K("mica_causal_mask_back", out->dtype), out->count, out->line, "ppiii", DG(out->in[0]), DG(out),
-                    out->count / (rows * cols), rows, cols);
+    LAUNCH("mica_causal_mask_back", out->dtype, out->count, out->line, DG(out->in[0]), DG(out),
+           out->count / (rows * cols), rows, cols);
 }
 
 mica_node *mica_gt_causal_mask(mica_node *a, int line) {
     mica_node *out = like(a, "CausalMask", causal_mask_back, NULL, NULL, line);
     int64_t rows = a->dims[a->rank - 2], cols = a->dims[a->rank - 1];
-    mica_gpu_launch(K("mica_causal_mask", a->dtype), out->count, line, "ppiii", DP(out), DP(a), a->count / (rows * cols),
-                    rows, cols);
+    LAUNCH("mica_causal_mask", a->dtype, out->count, line, DP(out), DP(a), a->count / (rows * cols), rows, cols);
     return out;
 }
 
@@ -399,12 +433,11 @@ static void layernorm_back(mica_node *out) {
     int64_t cols = gain->count, rows = out->count / cols;
     uint64_t mean = (uint64_t)(uintptr_t)out->saved, rstd = mean + (uint64_t)rows * mica_dtype_size(out->dtype);
     if (gain->needs_grad || bias->needs_grad)
-        mica_gpu_launch(K("mica_layernorm_params_back", out->dtype), cols, out->line, "ppppppii",
-                        gain->needs_grad ? DG(gain) : 0, bias->needs_grad ? DG(bias) : 0, DG(out), DP(x), mean, rstd,
-                        rows, cols);
+        LAUNCH("mica_layernorm_params_back", out->dtype, cols, out->line, gain->needs_grad ? DG(gain) : 0,
+               bias->needs_grad ? DG(bias) : 0, DG(out), DP(x), mean, rstd, rows, cols);
     if (x->needs_grad)
-        mica_gpu_launch(K("mica_layernorm_back_rows", out->dtype), rows, out->line, "ppppppii", DG(x), DG(out), DP(x),
-                        DP(gain), mean, rstd, rows, cols);
+        LAUNCH("mica_layernorm_back_rows", out->dtype, rows, out->line, DG(x), DG(out), DP(x), DP(gain), mean, rstd,
+               rows, cols);
 }
 
 mica_node *mica_gt_layernorm(mica_node *x, mica_node *gain, mica_node *bias, int line) {
@@ -412,8 +445,7 @@ mica_node *mica_gt_layernorm(mica_node *x, mica_node *gain, mica_node *bias, int
     int64_t cols = gain->count, rows = x->count / cols;
     out->saved = zeros(2 * rows * (int64_t)mica_dtype_size(x->dtype), line);
     uint64_t mean = (uint64_t)(uintptr_t)out->saved, rstd = mean + (uint64_t)rows * mica_dtype_size(x->dtype);
-    mica_gpu_launch(K("mica_layernorm_rows", x->dtype), rows, line, "ppppppii", DP(out), mean, rstd, DP(x), DP(gain),
-                    DP(bias), rows, cols);
+    LAUNCH("mica_layernorm_rows", x->dtype, rows, line, DP(out), mean, rstd, DP(x), DP(gain), DP(bias), rows, cols);
     return out;
 }
 
@@ -422,19 +454,18 @@ static void rmsnorm_back(mica_node *out) {
     int64_t cols = gain->count, rows = out->count / cols;
     uint64_t rstd = (uint64_t)(uintptr_t)out->saved;
     if (gain->needs_grad)
-        mica_gpu_launch(K("mica_rmsnorm_gain_back", out->dtype), cols, out->line, "ppppii", DG(gain), DG(out), DP(x),
-                        rstd, rows, cols);
+        LAUNCH("mica_rmsnorm_gain_back", out->dtype, cols, out->line, DG(gain), DG(out), DP(x), rstd, rows, cols);
     if (x->needs_grad)
-        mica_gpu_launch(K("mica_rmsnorm_back_rows", out->dtype), rows, out->line, "pppppii", DG(x), DG(out), DP(x),
-                        DP(gain), rstd, rows, cols);
+        LAUNCH("mica_rmsnorm_back_rows", out->dtype, rows, out->line, DG(x), DG(out), DP(x), DP(gain), rstd, rows,
+               cols);
 }
 
 mica_node *mica_gt_rmsnorm(mica_node *x, mica_node *gain, int line) {
     mica_node *out = like(x, "RmsNorm", rmsnorm_back, gain, NULL, line);
     int64_t cols = gain->count, rows = x->count / cols;
     out->saved = zeros(rows * (int64_t)mica_dtype_size(x->dtype), line);
-    mica_gpu_launch(K("mica_rmsnorm_rows", x->dtype), rows, line, "ppppii", DP(out), (uint64_t)(uintptr_t)out->saved,
-                    DP(x), DP(gain), rows, cols);
+    LAUNCH("mica_rmsnorm_rows", x->dtype, rows, line, DP(out), (uint64_t)(uintptr_t)out->saved, DP(x), DP(gain), rows,
+           cols);
     return out;
 }
 
@@ -456,8 +487,8 @@ static void cross_entropy_back(mica_node *out) {
     int64_t cols = logits->dims[logits->rank - 1], rows = logits->count / cols;
     uint64_t targets = (uint64_t)(uintptr_t)out->saved;
     uint64_t probs = targets + (uint64_t)rows * 8 + (uint64_t)rows * mica_dtype_size(out->dtype);
-    mica_gpu_launch(K("mica_cross_entropy_back_rows", out->dtype), rows, out->line, "ppppii", DG(logits), DG(out), probs,
-                    targets, rows, cols);
+    LAUNCH("mica_cross_entropy_back_rows", out->dtype, rows, out->line, DG(logits), DG(out), probs, targets, rows,
+           cols);
 }
 
 mica_node *mica_gt_cross_entropy(mica_node *logits, mica_dev targets, int line) {
@@ -467,10 +498,9 @@ mica_node *mica_gt_cross_entropy(mica_node *logits, mica_dev targets, int line) 
     uint64_t kept = (uint64_t)(uintptr_t)out->saved, losses = kept + (uint64_t)rows * 8, probs = losses + (uint64_t)(rows * size);
     copy_in(kept, targets, rows * 8, line);
     uint64_t flag = (uint64_t)(uintptr_t)zeros(sizeof(int32_t), line);
-    mica_gpu_launch(K("mica_cross_entropy_rows", logits->dtype), rows, line, "pppppii", losses, probs, flag, DP(logits),
-                    kept, rows, cols);
+    LAUNCH("mica_cross_entropy_rows", logits->dtype, rows, line, losses, probs, flag, DP(logits), kept, rows, cols);
     check_ids(flag, kept, rows, cols, "CrossEntropy: target", line);
-    mica_gpu_launch(K("mica_mean", logits->dtype), 1, line, "ppi", DP(out), losses, rows);
+    LAUNCH("mica_mean", logits->dtype, 1, line, DP(out), losses, rows);
     return out;
 }
 
@@ -478,8 +508,8 @@ mica_node *mica_gt_cross_entropy(mica_node *logits, mica_dev targets, int line) 
 static void gather_back(mica_node *out) {
     mica_node *table = out->in[0];
     int64_t cols = table->dims[1], n = out->count / cols;
-    mica_gpu_launch(K("mica_gather_back", out->dtype), cols, out->line, "pppiii", DG(table), DG(out),
-                    (uint64_t)(uintptr_t)out->saved, n, table->dims[0], cols);
+    LAUNCH("mica_gather_back", out->dtype, cols, out->line, DG(table), DG(out), (uint64_t)(uintptr_t)out->saved, n,
+           table->dims[0], cols);
 }
 
 mica_node *mica_gt_gather(mica_node *table, mica_dev ids, int64_t n, int rank, const int64_t *dims, int line) {
@@ -488,7 +518,7 @@ mica_node *mica_gt_gather(mica_node *table, mica_dev ids, int64_t n, int rank, c
     uint64_t kept = (uint64_t)(uintptr_t)out->saved, flag = (uint64_t)(uintptr_t)zeros(sizeof(int32_t), line);
     copy_in(kept, ids, n * 8, line);
     int64_t rows = table->dims[0], cols = table->dims[1];
-    mica_gpu_launch(K("mica_gather", table->dtype), n * cols, line, "ppppiii", DP(out), flag, DP(table), kept, n, rows, cols);
+    LAUNCH("mica_gather", table->dtype, n * cols, line, DP(out), flag, DP(table), kept, n, rows, cols);
     check_ids(flag, kept, n, rows, "Gather: id", line);
     return out;
 }
@@ -497,16 +527,16 @@ mica_node *mica_gt_gather(mica_node *table, mica_dev ids, int64_t n, int rank, c
 static void convert_back(mica_node *out) {
     mica_node *a = out->in[0];
     uint64_t back = (uint64_t)(uintptr_t)zeros(BYTES(a), out->line);
-    mica_gpu_launch(a->dtype == MICA_F64 ? "mica_convert_f64_f32" : "mica_convert_f32_f64", a->count, out->line, "ppi",
-                    back, DG(out), (int64_t)a->count);
-    mica_gpu_launch(K("mica_accumulate", a->dtype), a->count, out->line, "ppi", DG(a), back, (int64_t)a->count);
+    LAUNCH(a->dtype == MICA_F64 ? "mica_convert_f64" : "mica_convert_f32", out->dtype, a->count, out->line, back,
+           DG(out), (int64_t)a->count);
+    LAUNCH("mica_accumulate", a->dtype, a->count, out->line, DG(a), back, (int64_t)a->count);
 }
 
 mica_node *mica_gt_convert(mica_node *a, int dtype, int line) {
     if (a->dtype == dtype) return a;
     mica_node *out = node(dtype, a->rank, a->dims, "convert", convert_back, a, NULL, NULL, line);
-    mica_gpu_launch(dtype == MICA_F64 ? "mica_convert_f64_f32" : "mica_convert_f32_f64", a->count, line, "ppi", DP(out),
-                    DP(a), (int64_t)a->count);
+    LAUNCH(dtype == MICA_F64 ? "mica_convert_f64" : "mica_convert_f32", a->dtype, a->count, line, DP(out), DP(a),
+           (int64_t)a->count);
     return out;
 }
 
@@ -523,17 +553,15 @@ void mica_gpu_adam_step(int dtype, mica_dev *w, mica_dev g, mica_dev *m, mica_de
         bias1 = (double)(1.0f - mica_powi_f32((float)beta1, t));
         bias2 = (double)(1.0f - mica_powi_f32((float)beta2, t));
     }
-    mica_gpu_launch(K("mica_adam_step", dtype), n, line, dtype == MICA_F64 ? "ppppidddddd" : "ppppiffffff",
-                    mica_dev_data(w, bytes, line), mica_dev_read(&g, bytes, line), mica_dev_data(m, bytes, line),
-                    mica_dev_data(v, bytes, line), n, lr, beta1, beta2, eps, bias1, bias2);
+    LAUNCH("mica_adam_step", dtype, n, line, mica_dev_data(w, bytes, line), mica_dev_read(&g, bytes, line),
+           mica_dev_data(m, bytes, line), mica_dev_data(v, bytes, line), n, lr, beta1, beta2, eps, bias1, bias2);
 }
 
 void mica_gpu_sgd_step(int dtype, mica_dev *w, mica_dev g, mica_dev *velocity, int64_t n, double lr, double momentum,
                        int line) {
     int64_t bytes = n * (int64_t)mica_dtype_size(dtype);
-    mica_gpu_launch(K("mica_sgd_step", dtype), n, line, dtype == MICA_F64 ? "pppidd" : "pppiff",
-                    mica_dev_data(w, bytes, line), mica_dev_read(&g, bytes, line), mica_dev_data(velocity, bytes, line),
-                    n, lr, momentum);
+    LAUNCH("mica_sgd_step", dtype, n, line, mica_dev_data(w, bytes, line), mica_dev_read(&g, bytes, line),
+           mica_dev_data(velocity, bytes, line), n, lr, momentum);
 }
 
 /* ---------------------------------------------------------------- the same, outside windows */
@@ -547,11 +575,11 @@ void mica_gpu_cross_entropy(mica_dev *out, int dtype, mica_dev logits, mica_dev 
     mica_dev_reserve(&probs, rows * cols * size, line);
     mica_dev_reserve(&flag, sizeof(int32_t), line);
     uint64_t t = mica_dev_read(&targets, rows * 8, line);
-    mica_gpu_launch(K("mica_cross_entropy_rows", dtype), rows, line, "pppppii", losses.ptr, probs.ptr, flag.ptr,
-                    mica_dev_read(&logits, rows * cols * size, line), t, rows, cols);
+    LAUNCH("mica_cross_entropy_rows", dtype, rows, line, losses.ptr, probs.ptr, flag.ptr,
+           mica_dev_read(&logits, rows * cols * size, line), t, rows, cols);
     check_ids(flag.ptr, t, rows, cols, "CrossEntropy: target", line);
     mica_dev_reserve(out, size, line);
-    mica_gpu_launch(K("mica_mean", dtype), 1, line, "ppi", out->ptr, losses.ptr, rows);
+    LAUNCH("mica_mean", dtype, 1, line, out->ptr, losses.ptr, rows);
     mica_dev_drop(&losses);
     mica_dev_drop(&probs);
     mica_dev_drop(&flag);
@@ -565,8 +593,8 @@ void mica_gpu_gather(mica_dev *out, int dtype, mica_dev table, mica_dev ids, int
     mica_dev_reserve(&flag, sizeof(int32_t), line);
     mica_dev_reserve(out, n * cols * size, line);
     uint64_t i = mica_dev_read(&ids, n * 8, line);
-    mica_gpu_launch(K("mica_gather", dtype), n * cols, line, "ppppiii", out->ptr, flag.ptr,
-                    mica_dev_read(&table, rows * cols * size, line), i, n, rows, cols);
+    LAUNCH("mica_gather", dtype, n * cols, line, out->ptr, flag.ptr, mica_dev_read(&table, rows * cols * size, line),
+           i, n, rows, cols);
     check_ids(flag.ptr, i, n, rows, "Gather: id", line);
     mica_dev_drop(&flag);
 }

@@ -6,7 +6,8 @@
     say which (and its version); without any the test skips saying so.
   - the renderer: one header, the device functions a kernel needs and no
     others, loud errors for unknown names and for kernels that break the
-    rules of docs/gpu.md.
+    rules of docs/gpu.md; the C runtime's launch signatures
+    (runtime_c/mica_kernel_signatures.h) are what the templates give now.
   - bits: every kernel runs, on small random inputs (special values
     included), through tests/ptx_interpreter.py and through the C runtime
     (tests/c/ptx_harness.c, built with zig), and every buffer must come back
@@ -102,6 +103,25 @@ def test_launch_extents_are_arithmetic_read_not_evaluated():
             ptx.parse_extent(text, names)
     with pytest.raises(ptx.PtxError, match="needs n as a number"):
         ptx.parse_extent("n", names).of({"n": "mica_t1.rows"})
+
+
+def test_signatures_are_the_parameters():
+    assert ptx.signature(ptx.KERNELS["mica_scale_back_f32"]) == "ppfi"
+    assert ptx.signature(ptx.KERNELS["mica_scale_back_f64"]) == "ppdi"
+    assert ptx.signature(ptx.KERNELS["mica_gemm_f32"]) == "uuiiipipipiuiii"
+    assert '{"mica_convert_f32",' in ptx.signatures_header()  # mica_convert_f32_f64: f64 only
+
+
+def test_the_runtime_header_of_signatures_is_generated():
+    """The device tape launches by runtime_c/mica_kernel_signatures.h, so it must
+    be what the templates give now, and hold every kernel the tape names."""
+    header = RUNTIME / "mica_kernel_signatures.h"
+    if header.read_text() != ptx.signatures_header():
+        pytest.fail(f"{header.relative_to(ROOT)} is not what ptx/*.ptx.j2 give now: run `{ptx.SIGNATURES_COMMAND}`")
+    tape = re.sub(r"/\*.*?\*/|//[^\n]*", "", (RUNTIME / "mica_gpu_tape.c").read_text(), flags=re.S)
+    named = set(re.findall(r'"(mica_\w+)"', tape))
+    assert len(named) > 40
+    assert {base for base in named if not {f"{base}_f32", f"{base}_f64"} & ptx.KERNELS.keys()} == set()
 
 
 @pytest.mark.parametrize("line, why", [
