@@ -17,7 +17,7 @@ from ..cvalue import CValue
 from ..residency import on_gpu
 from ..types import INTEGER, Scalar, Tensor, Type, element_count, element_of, plain
 
-SIGNATURE = {"ptr": "p", "int": "i", "flag": "u"}
+# The C type each signature letter's argument is passed as (ptx.LETTERS).
 VARARG_TYPE = {"p": "uint64_t", "i": "int64_t", "u": "int", "f": "double", "d": "double"}
 
 
@@ -35,22 +35,21 @@ class Device:
     def launch(self, kernel: str, line: int, grid_y: int = 1, **args) -> None:
         """One kernel launch; args are C expressions keyed by the kernel's parameter names.
         grid_y is the grid's height, for kernels that take one (a batch of products)."""
-        from ..ptx import KERNELS
+        from .. import ptx
 
-        spec = KERNELS[kernel]
+        spec = ptx.KERNELS[kernel]
         self.f.lowering.kernels.add(kernel)
-        values, signature, extents = [], "", {"batch": grid_y}
+        values, extents = [], {"batch": grid_y}
         for param in spec.params:
             text = str(args[param.name])
-            letter = ("f" if param.ptx == "f32" else "d") if param.kind == "scalar" else SIGNATURE[param.kind]
-            signature += letter
-            values.append(f"({VARARG_TYPE[letter]})({text})")  # varargs must arrive as the launcher reads them
+            # varargs must arrive as the launcher reads them
+            values.append(f"({VARARG_TYPE[ptx.LETTERS[param.ptx]]})({text})")
             if param.kind in ("int", "flag"):
                 extents[param.name] = int(text) if text.lstrip("-").isdigit() else text
         threads = spec.threads.of(extents)
         grid = f"{threads}" if spec.grid_y is None else f"{threads}, {spec.grid_y.of(extents)}"
         self.emit.line(f'mica_gpu_launch{"" if spec.grid_y is None else "_grid"}("{kernel}", {grid}, {line}, '
-                  f'"{signature}", {", ".join(values)});')
+                       f'"{ptx.signature(spec)}", {", ".join(values)});')
 
     def temp(self, t: Type, line: int) -> CValue:
         """A fresh device value of type t, its storage reserved (and zeroed)."""
