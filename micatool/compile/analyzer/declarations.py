@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .. import ast
 from ..symbols import ConstSymbol, RoutineSymbol, Scope, ShapeVarSymbol, Symbol, TypeSymbol, VarSymbol
-from ..types import ERROR, ErrorType, Type, has_tracked, is_tracked, plain, storage_bytes
+from ..types import ERROR, ErrorType, Tensor, Type, has_tracked, is_tracked, plain, storage_bytes
 from .rules import GLOBALS_LIMIT_BYTES, not_addressable
 
 
@@ -38,7 +38,9 @@ class Declarations:
         declared = self.a.type_syntax.resolve_type(decl.type) if decl.type is not None else None
         t = self.a.expressions.expr(decl.value, plain(declared) if declared else None)
         if decl.value.folded is None and not isinstance(t, ErrorType):
-            self.a.error(decl.value, 4001, f"the value of constant '{decl.name}' must be known at compile time")
+            why = "; a tensor constant is a literal: compute this one into a variable" \
+                if isinstance(plain(t), Tensor) else ""
+            self.a.error(decl.value, 4001, f"the value of constant '{decl.name}' must be known at compile time{why}")
             t = ERROR
         if declared is not None and not isinstance(t, ErrorType):
             self.a.places.check_assignable(t, declared, decl.value)

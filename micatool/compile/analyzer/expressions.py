@@ -395,6 +395,8 @@ class Expressions:
         return a if a.is_float else b
 
     def fold(self, e, op, a, b, result):
+        if not isinstance(result, Scalar):  # tensor constants are literals: their arithmetic runs in the program
+            return None
         if result == FLOAT32 and op in "+-*/":  # float32 arithmetic: its operands and its result are float32
             a, b = to_float32(a), to_float32(b)
         try:
