@@ -10,7 +10,7 @@ print exactly what the same program prints on the host:
   - examples/gpu/gpu.mica prints the same digits for host and device;
   - generated programs, each written once for the device and turned into its
     host twin by dropping `on gpu`, `ToDevice` and `ToHost`, cover every
-    device operation the compiler lowers (micatool/compile/lower_device.py),
+    device operation the compiler lowers (micatool/compile/lower/device.py),
     in float32 and float64, with launches of more than one block; each must
     launch exactly the kernels listed for it;
   - the device glue's failures (no driver, no device, out of memory, a

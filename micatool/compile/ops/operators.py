@@ -1,6 +1,6 @@
 """The operators' records on the device tape: `+ - * /` and unary minus between
 tracked GPU values. The operators' checking and lowering belong to the
-expressions (analyzer.py, lower/expressions.py, lower/device.py, lower/tape.py), which
+expressions (analyzer/expressions.py, lower/expressions.py, lower/device.py, lower/tape.py), which
 record under these names; `*` of two tensors elementwise is Mul's record.
 """
 
