@@ -228,6 +228,15 @@ MICA_KERNELS(float, f32)
 /* float64(x) and float32(x) of n elements: out[i] = a[i], rounded to float32 when narrowing. */
 void mica_convert_f64_f32(double *out, const float *a, int64_t n);
 void mica_convert_f32_f64(float *out, const double *a, int64_t n);
+/* float64(q) and float32(q) of an integer tensor's n elements (mica_tensor.c). */
+#define MICA_INTEGERS_TO(T, S)                                              \
+    void mica_convert_##S##_i8(T *out, const int8_t *a, int64_t n);        \
+    void mica_convert_##S##_u8(T *out, const uint8_t *a, int64_t n);       \
+    void mica_convert_##S##_i32(T *out, const int32_t *a, int64_t n);      \
+    void mica_convert_##S##_i64(T *out, const int64_t *a, int64_t n);
+MICA_INTEGERS_TO(double, f64)
+MICA_INTEGERS_TO(float, f32)
+#undef MICA_INTEGERS_TO
 
 /* Dynamic tensor operations check shapes at run time and allocate their result. */
 #define MICA_DYNAMIC_OPS(T, S)                                                                     \

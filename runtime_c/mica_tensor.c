@@ -39,6 +39,25 @@ void mica_convert_f32_f64(float *out, const double *a, int64_t n) {
     for (int64_t i = 0; i < n; i++) out[i] = (float)a[i];
 }
 
+/* float32(q), float64(q) of an integer tensor: each element as C converts it,
+ * to the nearest float (exact for int8, uint8 and, into float64, int32). */
+#define MICA_INTEGERS_TO(T, S)                                                                                  \
+    void mica_convert_##S##_i8(T *out, const int8_t *a, int64_t n) {                                        \
+        for (int64_t i = 0; i < n; i++) out[i] = (T)a[i];                                                   \
+    }                                                                                                       \
+    void mica_convert_##S##_u8(T *out, const uint8_t *a, int64_t n) {                                       \
+        for (int64_t i = 0; i < n; i++) out[i] = (T)a[i];                                                   \
+    }                                                                                                       \
+    void mica_convert_##S##_i32(T *out, const int32_t *a, int64_t n) {                                      \
+        for (int64_t i = 0; i < n; i++) out[i] = (T)a[i];                                                   \
+    }                                                                                                       \
+    void mica_convert_##S##_i64(T *out, const int64_t *a, int64_t n) {                                      \
+        for (int64_t i = 0; i < n; i++) out[i] = (T)a[i];                                                   \
+    }
+MICA_INTEGERS_TO(double, f64)
+MICA_INTEGERS_TO(float, f32)
+#undef MICA_INTEGERS_TO
+
 #define MICA_PER_FLOAT "mica_dynamic.inc"
 #include "mica_per_float.h"
 #define MICA_PER_FLOAT "mica_tensor_kernels.inc"

@@ -148,8 +148,9 @@ class Expressions:
         raise InternalError(f"no tensor conversion from {source} to {target}")
 
     def retype_elements(self, v: CValue, source: Tensor, element: Scalar, line: int) -> CValue:
-        """float32(m) / float64(m): the same shape with the other float type."""
-        if not (element.is_float and source.element.is_float):
+        """float32(m) / float64(m): the same shape with float elements of that type,
+        from the other float type or from integers."""
+        if not element.is_float:
             raise InternalError(f"cannot retype {source} to {element}")
         to, frm = SUFFIX[element], SUFFIX[source.element]
         if source.is_dynamic:

@@ -33,6 +33,9 @@ def check_conversion(a, call: ast.Call, target: Type) -> Type:
             return target
         if isinstance(p, Scalar) and p.is_float:
             return a.error(call, 4036, f"{name}(...) does not convert floats; use Trunc or Round")
+        if isinstance(p, Tensor) and p.element.is_float:
+            return a.error(call, 4036, f"{name}(...) does not convert a float tensor: turning floats into "
+                                       f"'{target}' is quantizing, an explicit rounding step with a scale")
     return a.error(call, 4036, f"cannot convert '{t}' to '{target}'")
 
 
