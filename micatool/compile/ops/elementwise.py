@@ -10,7 +10,7 @@ from ..cvalue import CValue, dtype_of
 from ..types import ERROR, ErrorType, Scalar, Tensor, element_count, element_of, plain
 from . import TapeRecord, define
 from .checking import arity, mixes_dynamic_with_tracked, one_argument, tensor_arg, touch, tracked_if, values
-from .lowering import args_of, extents, fresh_tensor, node_result, plain_arg, product, records
+from .lowering import args_of, device_operand, extents, fresh_tensor, node_result, plain_arg, product, recorded, records
 
 # Each function's scalar form in the runtime (mica_math.c), suffixed _f32 or _f64.
 SCALAR_FUNCTIONS = {"Tanh": "mica_tanh", "Exp": "mica_exp", "Log": "mica_log", "Sqrt": "mica_sqrt",
@@ -52,9 +52,7 @@ def lower_elementwise(f, call: ast.Call) -> CValue:
 
 
 def device_elementwise(f, call: ast.Call) -> CValue:
-    t = plain(f.concrete(call.ty))
-    x = f.exprs.untracked(f.exprs.value(call.args[0]))
-    out = f.device.temp(t, call.pos.line)
+    t, x, out = device_operand(f, call)
     kernel = f"mica_each_{call.callee.ident.lower()}_{SUFFIX[element_of(t)]}"
     f.device.launch(kernel, call.pos.line, out=f"{out.text}.ptr", x=f.device.data(x, call.pos.line), n=element_count(t))
     return out
@@ -103,8 +101,7 @@ def plain_mul(f, call: ast.Call) -> CValue:
 
 def lower_mul(f, call: ast.Call) -> CValue:
     if records(f, call):
-        nodes = [f.tape.node(arg) for arg in call.args]
-        return node_result(f, call, f.tape.record("mul", f.concrete(call.ty), nodes, call.pos.line))
+        return recorded(f, call, "mul")
     return plain_mul(f, call)
 
 

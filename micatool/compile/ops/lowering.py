@@ -60,6 +60,21 @@ def node_result(f, call: ast.Call, init: str) -> CValue:
     return CValue(f.tape.new_node(init), f.concrete(call.ty), node=True)
 
 
+def recorded(f, call: ast.Call, record: str) -> CValue:
+    """The call inside a window: its node on the tape, recording `record` of its
+    arguments' nodes."""
+    nodes = [f.tape.node(arg) for arg in call.args]
+    return node_result(f, call, f.tape.record(record, f.concrete(call.ty), nodes, call.pos.line))
+
+
+def device_operand(f, call: ast.Call) -> tuple[Tensor, CValue, CValue]:
+    """A device op of one operand: its result type, the operand, and the fresh
+    device value the result goes to."""
+    t = plain(f.concrete(call.ty))
+    x = f.exprs.untracked(f.exprs.value(call.args[0]))
+    return t, x, f.device.temp(t, call.pos.line)
+
+
 def plain_arg(f, arg: ast.Expr, t: Type | None = None) -> CValue:
     v = f.exprs.untracked(f.exprs.value(arg))
     return f.exprs.convert(v, t, arg.pos.line) if t is not None else v

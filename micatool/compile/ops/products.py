@@ -21,7 +21,7 @@ from .checking import (
     tracked_if,
     wrong,
 )
-from .lowering import args_of, extents, fresh_tensor, node_result, plain_arg, records
+from .lowering import args_of, extents, fresh_tensor, node_result, plain_arg, recorded, records
 
 
 def check_dot(a, call, expected):
@@ -126,8 +126,7 @@ def plain_transpose(f, call: ast.Call) -> CValue:
 
 def lower_transpose(f, call: ast.Call) -> CValue:
     if records(f, call):
-        return node_result(f, call, f.tape.record("transpose", f.concrete(call.ty),
-                                                  [f.tape.node(call.args[0])], call.pos.line))
+        return recorded(f, call, "transpose")
     return plain_transpose(f, call)
 
 

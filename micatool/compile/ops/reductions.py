@@ -9,7 +9,7 @@ from ..cvalue import CValue
 from ..types import ERROR, ErrorType, Tensor, element_count, element_of, plain
 from . import TapeRecord, define
 from .checking import one_argument, tensor_arg, touch, tracked_if, wrong
-from .lowering import extents, fresh_tensor, node_result, plain_arg, product, records, rows_cols
+from .lowering import device_operand, extents, fresh_tensor, plain_arg, product, recorded, records, rows_cols
 
 
 def check_reduce(a, call, expected):
@@ -25,16 +25,13 @@ def lower_reduce(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     s = SUFFIX[element_of(t)]
     if records(f, call):
-        return node_result(f, call, f.tape.record(kernel, f.concrete(call.ty),
-                                                  [f.tape.node(call.args[0])], call.pos.line))
+        return recorded(f, call, kernel)
     x = plain_arg(f, call.args[0])
     return CValue(f"mica_{kernel}_{s}({f.exprs.data(x)}, {product(extents(f, x))})", t)
 
 
 def device_reduce(f, call: ast.Call) -> CValue:
-    t = plain(f.concrete(call.ty))
-    x = f.exprs.untracked(f.exprs.value(call.args[0]))
-    out = f.device.temp(t, call.pos.line)
+    t, x, out = device_operand(f, call)
     name = call.callee.ident.lower()
     extra = {"where": 0} if name == "max" else {}  # Max's position matters only to its backward
     f.device.launch(f"mica_{name}_{SUFFIX[element_of(t)]}", call.pos.line, out=f"{out.text}.ptr",
@@ -66,8 +63,7 @@ def lower_sum_rows(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     s = SUFFIX[t.element]
     if records(f, call):
-        return node_result(f, call, f.tape.record("sum_rows", f.concrete(call.ty),
-                                                  [f.tape.node(call.args[0])], call.pos.line))
+        return recorded(f, call, "sum_rows")
     x = plain_arg(f, call.args[0])
     rows, cols = rows_cols(f, x)
     out = fresh_tensor(f, t, None, call.pos.line, [cols])
@@ -76,9 +72,7 @@ def lower_sum_rows(f, call: ast.Call) -> CValue:
 
 
 def device_sum_rows(f, call: ast.Call) -> CValue:
-    t = plain(f.concrete(call.ty))
-    x = f.exprs.untracked(f.exprs.value(call.args[0]))
-    out = f.device.temp(t, call.pos.line)
+    t, x, out = device_operand(f, call)
     cols = t.shape[0]
     f.device.launch(f"mica_sum_rows_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
                 x=f.device.data(x, call.pos.line), rows=element_count(x.type) // cols, cols=cols)

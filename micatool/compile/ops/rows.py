@@ -22,7 +22,17 @@ from .checking import (
     values,
     wrong,
 )
-from .lowering import extents, fresh_tensor, node_result, plain_arg, product, records, rows_cols
+from .lowering import (
+    device_operand,
+    extents,
+    fresh_tensor,
+    node_result,
+    plain_arg,
+    product,
+    recorded,
+    records,
+    rows_cols,
+)
 
 
 def vector_rows(f, x: CValue) -> tuple[str, str]:
@@ -47,8 +57,7 @@ def lower_softmax(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     s = SUFFIX[t.element]
     if records(f, call):
-        return node_result(f, call, f.tape.record("softmax", f.concrete(call.ty),
-                                                  [f.tape.node(call.args[0])], call.pos.line))
+        return recorded(f, call, "softmax")
     x = plain_arg(f, call.args[0])
     out = fresh_tensor(f, t, x, call.pos.line)
     rows, cols = vector_rows(f, x)
@@ -82,8 +91,7 @@ def lower_causal_mask(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     s = SUFFIX[t.element]
     if records(f, call):
-        return node_result(f, call, f.tape.record("causal_mask", f.concrete(call.ty),
-                                                  [f.tape.node(call.args[0])], call.pos.line))
+        return recorded(f, call, "causal_mask")
     x = plain_arg(f, call.args[0])
     out = fresh_tensor(f, t, x, call.pos.line)
     e = extents(f, x)
@@ -92,9 +100,7 @@ def lower_causal_mask(f, call: ast.Call) -> CValue:
 
 
 def device_causal_mask(f, call: ast.Call) -> CValue:
-    t = plain(f.concrete(call.ty))
-    x = f.exprs.untracked(f.exprs.value(call.args[0]))
-    out = f.device.temp(t, call.pos.line)
+    t, x, out = device_operand(f, call)
     rows, cols = t.shape[-2:]
     f.device.launch(f"mica_causal_mask_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
                 x=f.device.data(x, call.pos.line), batch=t.count // (rows * cols), rows=rows, cols=cols)
@@ -133,8 +139,7 @@ def lower_norm(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     s = SUFFIX[t.element]
     if records(f, call):
-        nodes = [f.tape.node(arg) for arg in call.args]
-        return node_result(f, call, f.tape.record(kernel, f.concrete(call.ty), nodes, call.pos.line))
+        return recorded(f, call, kernel)
     x, *params = (plain_arg(f, arg) for arg in call.args)
     rows, cols = vector_rows(f, x)
     for p in params:
