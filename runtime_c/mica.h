@@ -228,6 +228,18 @@ MICA_KERNELS(float, f32)
 /* float64(x) and float32(x) of n elements: out[i] = a[i], rounded to float32 when narrowing. */
 void mica_convert_f64_f32(double *out, const float *a, int64_t n);
 void mica_convert_f32_f64(float *out, const double *a, int64_t n);
+/* Quantize, Dequantize and QuantizeRows (mica_quantize.c). */
+#define MICA_QUANTIZE(T, S, Q, QS)                                                               \
+    void mica_quantize_##QS##_##S(Q *q, const T *x, int64_t n, T scale, int64_t zero, int line); \
+    void mica_dequantize_##S##_##QS(T *out, const Q *q, int64_t n, T scale, int64_t zero);
+MICA_QUANTIZE(double, f64, int8_t, i8)
+MICA_QUANTIZE(float, f32, int8_t, i8)
+MICA_QUANTIZE(double, f64, uint8_t, u8)
+MICA_QUANTIZE(float, f32, uint8_t, u8)
+#undef MICA_QUANTIZE
+void mica_quantize_rows_i8_f64(int8_t *q, double *scales, const double *x, int64_t rows, int64_t cols, int line);
+void mica_quantize_rows_i8_f32(int8_t *q, float *scales, const float *x, int64_t rows, int64_t cols, int line);
+
 /* float64(q) and float32(q) of an integer tensor's n elements (mica_tensor.c). */
 #define MICA_INTEGERS_TO(T, S)                                              \
     void mica_convert_##S##_i8(T *out, const int8_t *a, int64_t n);        \

@@ -80,6 +80,7 @@ from . import (  # noqa: E402
     optimizers,
     output,
     products,
+    quantized,
     randomness,
     reductions,
     rows,
@@ -88,5 +89,5 @@ from . import (  # noqa: E402
 )
 
 __all__ = ["OPS", "TAPE", "Op", "TapeRecord", "define", "record_on_tape", "checkpoints", "elementwise", "extents",
-           "images", "library", "linalg", "numbers", "operators", "optimizers", "output", "products", "randomness",
-           "reductions", "rows", "tape", "transfers"]
+           "images", "library", "linalg", "numbers", "operators", "optimizers", "output", "products", "quantized",
+           "randomness", "reductions", "rows", "tape", "transfers"]

@@ -1,0 +1,149 @@
+"""Quantized tensors (LANGUAGE.md section 10): Quantize and Dequantize between
+float and int8/uint8 tensors with a scale and a zero point, and QuantizeRows,
+one symmetric int8 scale per row of a weight matrix. The arithmetic is
+runtime_c/mica_quantize.c's: rounding half to even, saturating at the range.
+"""
+
+from __future__ import annotations
+
+from .. import ast
+from ..ctypes import SUFFIX
+from ..cvalue import CValue
+from ..types import ERROR, FLOAT32, FLOAT64, INT8, INTEGER, UINT8, VOID, ErrorType, Tensor, Type, plain
+from . import define
+from .checking import arity, host_only, is_integer, is_number, plain_only, wrong
+from .lowering import NOTHING, extents, fresh_tensor, plain_arg, product, storage
+
+QUANTIZED = (INT8, UINT8)
+
+
+def float_tensor(t: Type) -> bool:
+    p = plain(t)
+    return isinstance(p, Tensor) and p.element.is_float and p.rank > 0
+
+
+def quantized_tensor(t: Type) -> bool:
+    p = plain(t)
+    return isinstance(p, Tensor) and p.element in QUANTIZED and p.rank > 0
+
+
+def same_shape(a, call, x: Type, q: Type) -> bool:
+    """x and q hold the same elements: one static shape, or a rank a dynamic one shares."""
+    px, pq = plain(x), plain(q)
+    if px.rank == pq.rank and (px.shape is None or pq.shape is None or px.shape == pq.shape):
+        return True
+    a.error(call, 6017, f"'{call.callee.ident}' needs one shape throughout: '{x}' and '{q}'")
+    return False
+
+
+def check_quantize(a, call, expected):
+    """Quantize(x, scale, zero, address q)."""
+    if not arity(a, call, 4):
+        return ERROR
+    x, scale, zero = (a.expr(arg) for arg in call.args[:3])
+    q = a.address_arg(call.args[3], "argument 4 of Quantize")
+    if any(isinstance(t, ErrorType) for t in (x, scale, zero, q)):
+        return VOID
+    plain_only(a, call, [x, scale, zero, q])
+    if not host_only(a, call, [(call.args[0], x), (call.args[3], q)]):
+        return VOID
+    if not float_tensor(x):
+        return wrong(a, call, call.args[0], x, "a float tensor")
+    if not is_number(scale):
+        return wrong(a, call, call.args[1], scale, "a number, the scale")
+    if not is_integer(zero):
+        return wrong(a, call, call.args[2], zero, "an integer, the zero point")
+    if not quantized_tensor(q):
+        return wrong(a, call, call.args[3], q, "an int8 or uint8 tensor to receive the result")
+    same_shape(a, call, x, q)
+    return VOID
+
+
+def lower_quantize(f, call: ast.Call) -> CValue:
+    x = plain_arg(f, call.args[0])
+    element = plain(x.type).element
+    scale = f.exprs.convert(f.exprs.value(call.args[1]), element, call.pos.line).text
+    zero = f.exprs.convert(f.exprs.value(call.args[2]), INTEGER, call.pos.line).text
+    place = f.exprs.place(call.args[3].place)
+    data, count = storage(f, place)
+    n = product(extents(f, x))
+    if plain(x.type).is_dynamic or plain(place.type).is_dynamic:
+        f.emit.line(f'mica_check_shape({count}, {n}, {call.pos.line}, "elements to receive the quantized ones");')
+    qs = SUFFIX[plain(place.type).element]
+    f.emit.line(f"mica_quantize_{qs}_{SUFFIX[element]}({data}, {f.exprs.data(x)}, {n}, {scale}, {zero}, "
+                f"{call.pos.line});")
+    return NOTHING
+
+
+define("Quantize", check=check_quantize, lower=lower_quantize)
+
+
+def check_dequantize(a, call, expected):
+    """Dequantize(q, scale, zero): a float tensor of the scale's type (float64 for a literal)."""
+    if not arity(a, call, 3):
+        return ERROR
+    q, scale, zero = (a.expr(arg) for arg in call.args)
+    if any(isinstance(t, ErrorType) for t in (q, scale, zero)):
+        return ERROR
+    plain_only(a, call, [q, scale, zero])
+    if not host_only(a, call, [(call.args[0], q)]):
+        return ERROR
+    if not quantized_tensor(q):
+        return wrong(a, call, call.args[0], q, "an int8 or uint8 tensor")
+    if not is_number(scale):
+        return wrong(a, call, call.args[1], scale, "a number, the scale")
+    if not is_integer(zero):
+        return wrong(a, call, call.args[2], zero, "an integer, the zero point")
+    element = FLOAT32 if plain(scale) == FLOAT32 else FLOAT64
+    p = plain(q)
+    return Tensor(element, None, p.rank) if p.is_dynamic else Tensor(element, p.shape)
+
+
+def lower_dequantize(f, call: ast.Call) -> CValue:
+    t = plain(f.concrete(call.ty))
+    q = plain_arg(f, call.args[0])
+    scale = f.exprs.convert(f.exprs.value(call.args[1]), t.element, call.pos.line).text
+    zero = f.exprs.convert(f.exprs.value(call.args[2]), INTEGER, call.pos.line).text
+    out = fresh_tensor(f, t, q, call.pos.line)
+    qs = SUFFIX[plain(q.type).element]
+    f.emit.line(f"mica_dequantize_{SUFFIX[t.element]}_{qs}({out.text}.e, {f.exprs.data(q)}, "
+                f"{product(extents(f, q))}, {scale}, {zero});")
+    return out
+
+
+define("Dequantize", check=check_dequantize, lower=lower_dequantize)
+
+
+def check_quantize_rows(a, call, expected):
+    """QuantizeRows(x, address q, address scales): x a float matrix [R, C] of static
+    shape, q an int8 matrix of its shape, scales a vector [R] of x's float type."""
+    if not arity(a, call, 3):
+        return ERROR
+    x = a.expr(call.args[0])
+    q = a.address_arg(call.args[1], "argument 2 of QuantizeRows")
+    scales = a.address_arg(call.args[2], "argument 3 of QuantizeRows")
+    if any(isinstance(t, ErrorType) for t in (x, q, scales)):
+        return VOID
+    plain_only(a, call, [x, q, scales])
+    if not host_only(a, call, [(call.args[0], x), (call.args[1], q), (call.args[2], scales)]):
+        return VOID
+    px, pq, ps = plain(x), plain(q), plain(scales)
+    if not (float_tensor(x) and px.rank == 2 and not px.is_dynamic):
+        return wrong(a, call, call.args[0], x, "a float matrix with a static shape")
+    if pq != Tensor(INT8, px.shape):
+        return wrong(a, call, call.args[1], q, f"'matrix[{px.shape[0]}, {px.shape[1]}] of int8'")
+    if ps != Tensor(px.element, (px.shape[0],)):
+        return wrong(a, call, call.args[2], scales, f"'vector[{px.shape[0]}] of {px.element}', a scale per row")
+    return VOID
+
+
+def lower_quantize_rows(f, call: ast.Call) -> CValue:
+    x = plain_arg(f, call.args[0])
+    rows, cols = plain(x.type).shape
+    q, scales = (f.exprs.place(arg.place) for arg in call.args[1:])
+    f.emit.line(f"mica_quantize_rows_i8_{SUFFIX[plain(x.type).element]}({q.text}.e, {scales.text}.e, "
+                f"{f.exprs.data(x)}, {rows}, {cols}, {call.pos.line});")
+    return NOTHING
+
+
+define("QuantizeRows", check=check_quantize_rows, lower=lower_quantize_rows)

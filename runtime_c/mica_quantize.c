@@ -1,0 +1,68 @@
+/* Quantized tensors (LANGUAGE.md section 10): float tensors to int8/uint8 and
+ * back. Every step is one IEEE operation or exact integer arithmetic, so the
+ * bits are the same on every target and tier.
+ *
+ *   Quantize:     q[i] = clamp(roundeven(x[i] / scale) + zero), the division in x's type
+ *   Dequantize:   out[i] = (float(q[i] - zero)) * scale, in the scale's type
+ *   QuantizeRows: per row, scale = max |x| / 127 and zero 0, into int8
+ */
+#include "mica.h"
+
+/* v to the nearest integer, halves to even; |v| below 2^62, so the cast is defined.
+ * v - i is exact: i is v truncated, within one of it. */
+static int64_t nearest_even(double v) {
+    int64_t i = (int64_t)v;
+    double rest = v - (double)i;
+    if (rest > 0.5 || (rest == 0.5 && (i & 1))) i += 1;
+    if (rest < -0.5 || (rest == -0.5 && (i & 1))) i -= 1;
+    return i;
+}
+
+/* The quantized value of v (x / scale, already in x's type): the integer range
+ * [low, high] saturates, beyond any magnitude the cast could not take. */
+static int64_t quantized(double v, int64_t zero, int64_t low, int64_t high, int line) {
+    if (v != v) mica_trap(line, "Quantize of a NaN");
+    if (v > 0x1p61) return high;
+    if (v < -0x1p61) return low;
+    int64_t r = nearest_even(v) + zero;
+    return r < low ? low : r > high ? high : r;
+}
+
+static void check_scale(double scale, int line) {
+    if (scale == 0.0 || scale != scale) mica_trapf(line, "Quantize with scale %g: the scale must be a nonzero number", scale);
+}
+
+#define MICA_QUANTIZE(T, S, Q, QS, LOW, HIGH)                                                                    \
+    void mica_quantize_##QS##_##S(Q *q, const T *x, int64_t n, T scale, int64_t zero, int line) {             \
+        check_scale(scale, line);                                                                            \
+        for (int64_t i = 0; i < n; i++) q[i] = (Q)quantized((double)(x[i] / scale), zero, LOW, HIGH, line); \
+    }                                                                                                        \
+    void mica_dequantize_##S##_##QS(T *out, const Q *q, int64_t n, T scale, int64_t zero) {                    \
+        for (int64_t i = 0; i < n; i++) out[i] = (T)((int64_t)q[i] - zero) * scale;                          \
+    }
+MICA_QUANTIZE(double, f64, int8_t, i8, -128, 127)
+MICA_QUANTIZE(float, f32, int8_t, i8, -128, 127)
+MICA_QUANTIZE(double, f64, uint8_t, u8, 0, 255)
+MICA_QUANTIZE(float, f32, uint8_t, u8, 0, 255)
+#undef MICA_QUANTIZE
+
+/* A row of zeros gets scale 0 and zeros: Dequantize gives it back exactly. */
+#define MICA_QUANTIZE_ROWS(T, S)                                                                                 \
+    void mica_quantize_rows_i8_##S(int8_t *q, T *scales, const T *x, int64_t rows, int64_t cols, int line) {  \
+        for (int64_t r = 0; r < rows; r++) {                                                                 \
+            const T *row = x + r * cols;                                                                     \
+            T largest = 0;                                                                                   \
+            for (int64_t c = 0; c < cols; c++) {                                                             \
+                T a = row[c] < 0 ? -row[c] : row[c];                                                         \
+                if (a != a) mica_trap(line, "QuantizeRows of a NaN");                                        \
+                if (a > largest) largest = a;                                                                \
+            }                                                                                                \
+            T scale = largest / 127;                                                                         \
+            scales[r] = scale;                                                                               \
+            for (int64_t c = 0; c < cols; c++)                                                               \
+                q[r * cols + c] = scale == 0 ? 0 : (int8_t)quantized((double)(row[c] / scale), 0, -127, 127, line); \
+        }                                                                                                    \
+    }
+MICA_QUANTIZE_ROWS(double, f64)
+MICA_QUANTIZE_ROWS(float, f32)
+#undef MICA_QUANTIZE_ROWS

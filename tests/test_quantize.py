@@ -1,0 +1,107 @@
+"""Quantize, Dequantize and QuantizeRows against numpy, on random and edge inputs.
+
+numpy is the reference for LANGUAGE.md section 10's rule: q = clip(rint(x / scale)
++ zero) with the division in x's float type and rint's halves to even, and
+(float(q - zero)) * scale back. Each case is one generated program whose inputs
+are seeded; its output must be numpy's, element for element, at the checked and
+fast tiers and on aarch64 under qemu.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import build_text, run
+
+RANGES = {"int8": (-128, 127), "uint8": (0, 255)}
+NUMPY = {"float32": np.float32, "float64": np.float64, "int8": np.int8, "uint8": np.uint8}
+
+
+def inputs(dtype, n: int, scale: float, seed: int) -> np.ndarray:
+    """Random values at every scale of the range, then exact halves (ties) and values far past it."""
+    rng = np.random.default_rng(seed)
+    t = NUMPY[dtype]
+    x = (rng.standard_normal(n) * 40 * scale).astype(t)
+    ties = (np.arange(-6, 6) + 0.5) * scale
+    x[:12] = ties.astype(t)
+    x[12:16] = np.array([1e6, -1e6, 0.0, -0.0]) * scale
+    return x
+
+
+def literal(values) -> str:
+    """A Mica vector literal that gives these exact values (each float's exact float64 decimal)."""
+    return "[" + ", ".join(repr(float(v)) for v in values) + "]"
+
+
+def program(dtype: str, qtype: str, x: np.ndarray, scale: float, zero: int, w: np.ndarray) -> str:
+    rows, cols = w.shape
+    wrows = ", ".join(literal(row) for row in w)
+    return f"""program Quantized;
+var
+    x : vector[{len(x)}] of {dtype};
+    q : vector[{len(x)}] of {qtype};
+    scale : {dtype};
+    w : matrix[{rows}, {cols}] of {dtype};
+    wq : matrix[{rows}, {cols}] of int8;
+    s : vector[{rows}] of {dtype};
+begin
+    x := {literal(x)};
+    scale := {float(scale)!r};
+    Quantize(x, scale, {zero}, address q);
+    WriteLn(q);
+    WriteLn(Dequantize(q, scale, {zero}));
+    w := [{wrows}];
+    QuantizeRows(w, address wq, address s);
+    WriteLn(wq);
+    WriteLn(s);
+end.
+"""
+
+
+def expected(dtype: str, qtype: str, x: np.ndarray, scale: float, zero: int, w: np.ndarray) -> list[list[float]]:
+    t = NUMPY[dtype]
+    low, high = RANGES[qtype]
+    q = np.clip(np.rint(x / t(scale)) + zero, low, high).astype(np.int64)
+    back = (q - zero).astype(t) * t(scale)
+    scales = (np.abs(w).max(axis=1) / t(127)).astype(t)
+    safe = np.where(scales == 0, t(1), scales)
+    wq = np.where(scales[:, None] == 0, 0, np.clip(np.rint(w / safe[:, None]), -127, 127)).astype(np.int64)
+    return [list(q), list(back), list(wq.ravel()), list(scales)]
+
+
+def printed(line: str, dtype: str) -> list:
+    return [NUMPY[dtype](float(word)) for word in line.split()]
+
+
+CASES = [("float32", "int8", 0.05, 0), ("float32", "uint8", 0.02, 128), ("float64", "int8", 0.125, -3),
+         ("float64", "uint8", 1.0 / 3.0, 7)]
+
+
+@pytest.mark.parametrize("dtype, qtype, scale, zero", CASES)
+def test_quantize_agrees_with_numpy(dtype, qtype, scale, zero, tmp_path, aarch64):
+    t = NUMPY[dtype]
+    x = inputs(dtype, 64, scale, seed=len(dtype) + zero)
+    w = (np.random.default_rng(5).standard_normal((4, 9)) * 3).astype(t)
+    w[1] = 0  # a row of zeros: scale 0, zeros
+    w[2, 3] = -w[2].__abs__().max() * 2  # the row's largest magnitude is negative
+    want = expected(dtype, qtype, x, scale, zero, w)
+    text = program(dtype, qtype, x, scale, zero, w)
+    outputs = [run(build_text(tmp_path, text, tier=tier)).stdout for tier in ("checked", "fast")]
+    outputs.append(run(build_text(tmp_path, text, target="aarch64-linux"), target="aarch64-linux").stdout)
+    assert outputs[0] == outputs[1] == outputs[2]
+    lines = outputs[0].splitlines()
+    assert [int(v) for v in lines[0].split()] == want[0]
+    assert printed(lines[1], dtype) == [t(v) for v in want[1]]
+    assert [int(v) for v in lines[2].split()] == want[2]
+    assert printed(lines[3], dtype) == [t(v) for v in want[3]]
+    low, high = RANGES[qtype]
+    assert low in want[0] and high in want[0]  # the inputs reached both ends of the range
+
+
+def test_a_zero_scale_traps_at_its_line(tmp_path):
+    text = ("program ZeroScale;\nvar x : vector[2] of float32; q : vector[2] of int8;\nbegin\n"
+            "    WriteLn('before');\n    Quantize(x, 0.0, 0, address q);\nend.\n")
+    result = run(build_text(tmp_path, text))
+    assert result.returncode == 1
+    assert result.stdout == "before\n"
+    assert result.stderr == "prog.mica:5: Quantize with scale 0: the scale must be a nonzero number\n"
