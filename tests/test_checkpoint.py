@@ -363,3 +363,35 @@ def test_a_killed_save_leaves_the_old_or_the_new_file_and_the_next_save_cleans_u
     assert run(binary, args=[str(path), "3", "4"]).returncode == 0
     assert sorted(os.listdir(folder)) == sorted(["big.safetensors", *kept])
     assert np.array_equal(load_file(str(path))["big"], [4.0, 4.0, 4.0])
+
+
+QUANTIZED = """program Q;
+var q : matrix[2, 3] of int8; u : vector[4] of uint8; i : integer; ok : boolean;
+begin
+    if ParamStr(2) = 'save' then
+    begin
+        for i := 0 to 5 do q[i div 3, i mod 3] := i * 50 - 128;
+        for i := 0 to 3 do u[i] := 252 + i;
+        Save(ParamStr(1), q, u);
+    end
+    else
+    begin
+        ok := Load(ParamStr(1), q, u);
+        WriteLn(ok, ' ', q, ' ', u);
+    end;
+end.
+"""
+
+
+def test_int8_and_uint8_tensors_are_i8_and_u8_for_python_and_load_back(tmp_path):
+    binary = build_text(tmp_path, QUANTIZED, name="q.mica")
+    path = tmp_path / "q.safetensors"
+    assert run(binary, args=[str(path), "save"]).returncode == 0
+    with open(path, "rb") as f:
+        header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+    assert (header["q"]["dtype"], header["u"]["dtype"]) == ("I8", "U8")
+    tensors = load_file(str(path))
+    np.testing.assert_array_equal(tensors["q"], np.array([[-128, -78, -28], [22, 72, 122]], np.int8))
+    np.testing.assert_array_equal(tensors["u"], np.array([252, 253, 254, 255], np.uint8))
+    assert tensors["q"].dtype == np.int8 and tensors["u"].dtype == np.uint8
+    assert run(binary, args=[str(path), "load"]).stdout == "true -128 -78 -28 22 72 122 252 253 254 255\n"
