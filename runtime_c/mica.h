@@ -239,6 +239,8 @@ MICA_QUANTIZE(float, f32, uint8_t, u8)
 #undef MICA_QUANTIZE
 void mica_quantize_rows_i8_f64(int8_t *q, double *scales, const double *x, int64_t rows, int64_t cols, int line);
 void mica_quantize_rows_i8_f32(int8_t *q, float *scales, const float *x, int64_t rows, int64_t cols, int line);
+void mica_matmul_i32_i8_i8(int32_t *out, const int8_t *a, const int8_t *b, int64_t m, int64_t k, int64_t n);
+void mica_matmul_i32_u8_i8(int32_t *out, const uint8_t *a, const int8_t *b, int64_t m, int64_t k, int64_t n);
 
 /* float64(q) and float32(q) of an integer tensor's n elements (mica_tensor.c). */
 #define MICA_INTEGERS_TO(T, S)                                              \

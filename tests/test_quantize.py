@@ -105,3 +105,37 @@ def test_a_zero_scale_traps_at_its_line(tmp_path):
     assert result.returncode == 1
     assert result.stdout == "before\n"
     assert result.stderr == "prog.mica:5: Quantize with scale 0: the scale must be a nonzero number\n"
+
+
+PRODUCTS = [("int8", (5, 7), (7, 3)), ("uint8", (1, 17), (17, 1)), ("int8", (9, 13), (13,)), ("uint8", (4, 33), (33,)),
+            ("uint8", (3, 65), (65, 6))]
+
+
+def integer_literal(a: np.ndarray) -> str:
+    if a.ndim == 1:
+        return "[" + ", ".join(str(int(v)) for v in a) + "]"
+    return "[" + ", ".join(integer_literal(row) for row in a) + "]"
+
+
+@pytest.mark.parametrize("left, a_shape, b_shape", PRODUCTS, ids=lambda v: str(v))
+def test_integer_products_are_exact_in_int32(left, a_shape, b_shape, tmp_path, aarch64):
+    """int8 or uint8 times int8 against numpy's int32 product, the extremes of both ranges included."""
+    rng = np.random.default_rng(sum(a_shape) + sum(b_shape))
+    low, high = RANGES[left]
+    a = rng.integers(low, high + 1, a_shape)
+    b = rng.integers(-128, 128, b_shape)
+    a.flat[0], b.flat[0] = (high, -128)  # the largest magnitude product
+    b_type = "vector" if len(b_shape) == 1 else "matrix"
+    text = f"""program IntegerProduct;
+var
+    a : matrix[{a_shape[0]}, {a_shape[1]}] of {left};
+    b : {b_type}[{", ".join(map(str, b_shape))}] of int8;
+begin
+    a := {integer_literal(a)};
+    b := {integer_literal(b)};
+    WriteLn(a * b);
+end.
+"""
+    want = " ".join(str(int(v)) for v in (a.astype(np.int64) @ b.astype(np.int64)).ravel()) + "\n"
+    assert run(build_text(tmp_path, text)).stdout == want
+    assert run(build_text(tmp_path, text, target="aarch64-linux"), target="aarch64-linux").stdout == want

@@ -12,9 +12,12 @@ from ..types import (
     ERROR,
     FLOAT32,
     FLOAT64,
+    INT8,
+    INT32,
     INTEGER,
     INTEGER_RANGES,
     STRING,
+    UINT8,
     Array,
     ErrorType,
     Record,
@@ -334,6 +337,8 @@ class Expressions:
 
     def tensor_arithmetic_type(self, e: ast.Binary, op: str, lt: Type, rt: Type, lp: Tensor, rp: Tensor,
                                tracked: bool) -> Type:
+        if op == "*" and lp.element in (INT8, UINT8) and rp.element == INT8:
+            return self.integer_product_type(e, lt, rt, lp, rp)
         if lp.element != rp.element:
             return self.a.error(e, 4021, f"cannot apply '{op}' to '{lt}' and '{rt}': the element types differ; "
                                          f"convert one with {rp.element.name}(...) or {lp.element.name}(...)")
@@ -358,6 +363,20 @@ class Expressions:
             joiner = "by" if op == "*" else "and"
             return self.a.error(e, 6007, f"cannot {verb} '{lt}' {joiner} '{rt}': {why}")
         return Tracked(result) if tracked else result
+
+    def integer_product_type(self, e: ast.Binary, lt: Type, rt: Type, lp: Tensor, rp: Tensor) -> Type:
+        """An int8 or uint8 matrix times an int8 matrix or vector: exact, in int32 (LANGUAGE.md section 10)."""
+        if lp.rank != 2 or rp.rank not in (1, 2) or lp.is_dynamic or rp.is_dynamic:
+            return self.a.error(e, 4022, f"an integer product takes a static int8 or uint8 matrix times an int8 "
+                                         f"matrix or vector, found '{lt}' and '{rt}'")
+        try:
+            result = shapes.product(lp, rp)
+        except shapes.ShapeMismatch as why:
+            return self.a.error(e, 6007, f"cannot multiply '{lt}' by '{rt}': {why}")
+        if lp.shape[-1] > INTEGER_PRODUCT_DEPTH:
+            return self.a.error(e, 4022, f"an integer product sums at most {INTEGER_PRODUCT_DEPTH} products "
+                                         f"exactly in int32; this one sums {lp.shape[-1]}")
+        return Tensor(INT32, result.shape)
 
     def constants_fit(self, e: ast.Binary, element: Scalar) -> bool:
         """A constant computed in float32 must not round to infinity there (4030)."""
@@ -429,6 +448,9 @@ class Expressions:
                 return None
         return value
 
+
+# An int8 product is at most 255 * 128 < 2^15: 2^16 of them sum exactly in int32.
+INTEGER_PRODUCT_DEPTH = 1 << 16
 
 # The method that checks each kind of node: expr_Name checks an ast.Name.
 _EXPR_CHECKS = {getattr(ast, name[5:]): method for name, method in vars(Expressions).items()

@@ -398,7 +398,10 @@ class Expressions:
             return CValue(call, t, owned=True)
         a, b = self.data(left), self.data(right)
         out = self.emit.declare_uninitialized(t)
-        if op == "*":
+        if op == "*" and t.element.is_integer:  # int8 or uint8 times int8, exactly in int32
+            _, m, k, n = shapes.product_extents(lt, rt)
+            self.emit.line(f"mica_matmul_i32_{SUFFIX[lt.element]}_i8({out}.e, {a}, {b}, {m}, {k}, {n});")
+        elif op == "*":
             self.emit.line(self.product_call(suffix, out, a, b, lt, rt))
         elif lt.shape == rt.shape:
             self.emit.line(f"mica_{'add' if op == '+' else 'sub'}_{suffix}({out}.e, {a}, {b}, {t.count});")
