@@ -303,7 +303,11 @@ static void integer_gemm(const int_kernel *K, int32_t *out, const void *a, int a
     }
     int offset = a_u8 ? K->offset_u8 : K->offset_i8;
     size_t size = K->wide ? 2 : 1;
-    void *ap = mica_alloc((size_t)MC * KC * size, 0), *bp = mica_alloc((size_t)KC * NC * size, 0);
+    // sized to the blocks this product has: small products stay cheap (mica_alloc zeroes)
+    int64_t depth = ((k < KC ? k : KC) + K->group - 1) / K->group * K->group;
+    int64_t rows = ((m < MC ? m : MC) + K->mr - 1) / K->mr * K->mr;
+    int64_t cols = ((n < NC ? n : NC) + K->nr - 1) / K->nr * K->nr;
+    void *ap = mica_alloc((size_t)(rows * depth) * size, 0), *bp = mica_alloc((size_t)(cols * depth) * size, 0);
     int32_t tile[TILE_MAX];
     for (int64_t p0 = 0; p0 < k; p0 += KC) {
         int64_t kc = k - p0 < KC ? k - p0 : KC, groups = (kc + K->group - 1) / K->group;
