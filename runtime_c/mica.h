@@ -241,6 +241,10 @@ void mica_quantize_rows_i8_f64(int8_t *q, double *scales, const double *x, int64
 void mica_quantize_rows_i8_f32(int8_t *q, float *scales, const float *x, int64_t rows, int64_t cols, int line);
 void mica_matmul_i32_i8_i8(int32_t *out, const int8_t *a, const int8_t *b, int64_t m, int64_t k, int64_t n);
 void mica_matmul_i32_u8_i8(int32_t *out, const uint8_t *a, const int8_t *b, int64_t m, int64_t k, int64_t n);
+/* mica_integer_gemm.c: the plain loops the kernels are tested against, and the kernel in use */
+void mica_matmul_i32_i8_i8_reference(int32_t *out, const int8_t *a, const int8_t *b, int64_t m, int64_t k, int64_t n);
+void mica_matmul_i32_u8_i8_reference(int32_t *out, const uint8_t *a, const int8_t *b, int64_t m, int64_t k, int64_t n);
+const char *mica_integer_gemm_isa(void);
 
 /* float64(q) and float32(q) of an integer tensor's n elements (mica_tensor.c). */
 #define MICA_INTEGERS_TO(T, S)                                              \

@@ -50,6 +50,21 @@ bool mica_cpu_has_avx(void) {
     return avx;
 }
 
+bool mica_cpu_has(int feature) {
+    bool avx;
+    int level = x86_level(&avx);
+    unsigned eax, ebx, ecx, edx;
+    if (feature == MICA_CPU_AVX512_VNNI) {
+        if (level < MICA_ISA_AVX512 || !__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+        return (ebx & (1u << 30)) && (ecx & (1u << 11)); /* AVX512BW, AVX512_VNNI */
+    }
+    if (feature == MICA_CPU_AVX_VNNI) {
+        if (level < MICA_ISA_AVX2 || !__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return false;
+        return eax & (1u << 4); /* AVX-VNNI */
+    }
+    return false;
+}
+
 #else
 
 int mica_isa_level(const char *own_cap) {
@@ -63,6 +78,18 @@ const char *mica_isa_name(int level) {
 }
 
 bool mica_cpu_has_avx(void) {
+    return false;
+}
+
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
+
+bool mica_cpu_has(int feature) {
+#if defined(__aarch64__)
+    if (feature == MICA_CPU_DOTPROD) return (getauxval(AT_HWCAP) >> 20) & 1; /* HWCAP_ASIMDDP */
+#endif
+    (void)feature;
     return false;
 }
 

@@ -30,4 +30,14 @@ const char *mica_isa_name(int level);
  * upper vector halves may be dirty). false elsewhere. */
 bool mica_cpu_has_avx(void);
 
+/* Extensions beyond the levels, for kernels that use one (the integer GEMM):
+ * each is true only where the CPU has it and the OS saves the registers it
+ * needs. A kernel still honours the level caps above before using one. */
+enum {
+    MICA_CPU_AVX512_VNNI = 0, /* x86_64: AVX512F + BW + VNNI (vpdpbusd on zmm) */
+    MICA_CPU_AVX_VNNI = 1,    /* x86_64: AVX2 + AVX-VNNI (vpdpbusd on ymm) */
+    MICA_CPU_DOTPROD = 2,     /* aarch64: sdot/udot (HWCAP_ASIMDDP) */
+};
+bool mica_cpu_has(int feature);
+
 #endif /* MICA_CPU_H */

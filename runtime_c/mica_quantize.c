@@ -66,20 +66,3 @@ MICA_QUANTIZE(float, f32, uint8_t, u8, 0, 255)
 MICA_QUANTIZE_ROWS(double, f64)
 MICA_QUANTIZE_ROWS(float, f32)
 #undef MICA_QUANTIZE_ROWS
-
-/* a (m, k) of int8 or uint8 times b (k, n) of int8, out (m, n) of int32: every
- * product and sum exact (|a b| <= 2^15, k below 2^16 keeps the sum in range), so
- * no order question and the same bits everywhere. */
-#define MICA_INTEGER_MATMUL(A, AS)                                                                           \
-    void mica_matmul_i32_##AS##_i8(int32_t *out, const A *a, const int8_t *b, int64_t m, int64_t k,     \
-                                   int64_t n) {                                                         \
-        for (int64_t i = 0; i < m; i++)                                                                  \
-            for (int64_t j = 0; j < n; j++) {                                                            \
-                int32_t sum = 0;                                                                         \
-                for (int64_t p = 0; p < k; p++) sum += (int32_t)a[i * k + p] * (int32_t)b[p * n + j];   \
-                out[i * n + j] = sum;                                                                    \
-            }                                                                                            \
-    }
-MICA_INTEGER_MATMUL(int8_t, i8)
-MICA_INTEGER_MATMUL(uint8_t, u8)
-#undef MICA_INTEGER_MATMUL

@@ -4,15 +4,23 @@ numpy is the reference for LANGUAGE.md section 10's rule: q = clip(rint(x / scal
 + zero) with the division in x's float type and rint's halves to even, and
 (float(q - zero)) * scale back. Each case is one generated program whose inputs
 are seeded; its output must be numpy's, element for element, at the checked and
-fast tiers and on aarch64 under qemu.
+fast tiers and on aarch64 under qemu. The integer products' kernels
+(runtime_c/mica_integer_gemm.c) are held to their reference loops by
+tests/c/integer_gemm_check.c, once per kernel this CPU (or qemu) has.
 """
 
 from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from helpers import build_text, run
 
+ROOT = Path(__file__).resolve().parent.parent
 RANGES = {"int8": (-128, 127), "uint8": (0, 255)}
 NUMPY = {"float32": np.float32, "float64": np.float64, "int8": np.int8, "uint8": np.uint8}
 
@@ -139,3 +147,50 @@ end.
     want = " ".join(str(int(v)) for v in (a.astype(np.int64) @ b.astype(np.int64)).ravel()) + "\n"
     assert run(build_text(tmp_path, text)).stdout == want
     assert run(build_text(tmp_path, text, target="aarch64-linux"), target="aarch64-linux").stdout == want
+
+
+# ------------------------------------------------------------ the integer GEMM's kernels
+
+HARNESS = ["tests/c/integer_gemm_check.c", "runtime_c/mica_integer_gemm.c", "runtime_c/mica_cpu.c"]
+HARNESS_LINE = re.compile(r"isa (\w+) cases (\d+) mismatches (\d+) hash ([0-9a-f]{16})")
+X86_KERNELS = ["sse2", "avx2", "avxvnni", "avx512vnni"]
+ARM_KERNELS = ["neon", "dotprod"]
+
+
+@pytest.fixture(scope="module")
+def integer_harness(tmp_path_factory) -> dict[str, Path]:
+    """tests/c/integer_gemm_check.c with the integer GEMM, for x86_64 and aarch64 at -O2."""
+    out = tmp_path_factory.mktemp("integer_gemm")
+    built = {}
+    for arch in ("x86_64", "aarch64"):
+        exe = out / f"integer_gemm_check_{arch}"
+        subprocess.run([sys.executable, "-m", "ziglang", "cc", "-target", f"{arch}-linux-musl", "-O2", "-static",
+                        "-ffp-contract=off", "-fno-sanitize=undefined", "-Wall", "-Wextra", "-Werror", *HARNESS,
+                        "-o", str(exe)], cwd=ROOT, check=True, capture_output=True, text=True)
+        built[arch] = exe
+    return built
+
+
+def harness_run(exe: Path, kernel: str, qemu: str | None = None) -> tuple[str, str]:
+    env = {"MICA_INTEGER_GEMM_ISA": kernel, "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([qemu, str(exe)] if qemu else [str(exe)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    m = HARNESS_LINE.search(proc.stdout)
+    assert m, f"no result line from {exe.name}: {proc.stdout}{proc.stderr}"
+    assert int(m[3]) == 0 and proc.returncode == 0, f"{exe.name} kernel {m[1]}:\n{proc.stderr}"
+    return m[1], m[4]
+
+
+def test_every_x86_64_integer_kernel_equals_the_reference(integer_harness):
+    """Each kernel this CPU has (capped one by one), against the reference loops; all hash alike."""
+    results = {kernel: harness_run(integer_harness["x86_64"], kernel) for kernel in X86_KERNELS}
+    ran = {isa for isa, _ in results.values()}
+    assert "sse2" in ran and len({h for _, h in results.values()}) == 1, results
+
+
+@pytest.mark.qemu
+def test_every_aarch64_integer_kernel_equals_the_reference(integer_harness, aarch64):
+    results = {kernel: harness_run(integer_harness["aarch64"], kernel, aarch64) for kernel in ARM_KERNELS}
+    x86 = harness_run(integer_harness["x86_64"], "sse2")[1]
+    assert {isa for isa, _ in results.values()} <= set(ARM_KERNELS)
+    assert {h for _, h in results.values()} == {x86}, results

@@ -1,0 +1,365 @@
+/* mica_integer_gemm.c: exact integer matrix products, int8 or uint8 times int8 into int32.
+ *
+ *   out (m, n) = a (m, k) * b (k, n), all row-major; a int8 or uint8, b int8.
+ *
+ * Every product is at most 2^15 in magnitude and k <= 65536 keeps every sum,
+ * partial or whole, inside int32: the result is exact, so any summation order
+ * gives the same bits and a fast kernel need only be correct. That frees the
+ * kernels to split k into blocks, to sum 2 or 4 products in one instruction,
+ * and to shift a's range (below), which the float GEMM's contract forbids.
+ *
+ * Structure (after BLIS, like mica_gemm.c but much smaller): b is packed a
+ * KC x NC block at a time into panels nr columns wide, a a MC x KC block at a
+ * time into panels mr rows tall, both in groups of `group` consecutive k so
+ * that one 32-bit word of a panel feeds one multiply-add instruction; padding
+ * is zero in b, so whatever a holds there adds nothing. A tile function
+ * computes one mr x nr tile in registers; the driver adds it into out.
+ *
+ * Kernels, picked at run time (mica_cpu.h; MICA_ISA caps the level, and
+ * MICA_INTEGER_GEMM_ISA=<kernel name> caps the choice among these):
+ *   sse2        plain C on int16 packs (the compiler vectorizes it)
+ *   avx2        bytes widened to int16 when packed, vpmaddwd: 2 products per lane
+ *   avxvnni     vpdpbusd on ymm: 4 u8 x s8 products per lane
+ *   avx512vnni  vpdpbusd on zmm
+ *   neon        int16 packs, vmlal (widening multiply-add)
+ *   dotprod     sdot: 4 s8 x s8 products per lane
+ * vpdpbusd takes u8 x s8 and sdot s8 x s8, so the other kind of a is shifted
+ * into range when packed (a + 128, or a - 128) and the shift's share, the
+ * offset times b's column sums (at most 2^30), is taken off at the end: exact.
+ *
+ * The plain reference loops stay at the bottom, as the tests' oracle.
+ */
+#include "mica.h"
+#include "mica_cpu.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define KC 512 /* depth of a packed block: a multiple of every group */
+#define NC 512 /* columns of a packed block of b: a multiple of every nr */
+#define MC 96  /* rows of a packed block of a: a multiple of every mr */
+#define TILE_MAX (8 * 32)
+
+/* ap: a panel, groups x mr words; bp: b panel, groups x nr words; tile: mr x nr out */
+typedef void tile_fn(const void *ap, const void *bp, int64_t groups, int32_t *tile);
+
+typedef struct {
+    const char *name;
+    int mr, nr, group;
+    int wide;                 /* packs hold int16 (else bytes) */
+    int offset_i8, offset_u8; /* added to a when packed, by a's kind */
+    tile_fn *tile;
+} int_kernel;
+
+/* ------------------------------------------------------------ tiles */
+
+// 4 x 8, int16 packs, one k per group
+__attribute__((unused)) static void tile_base(const void *ap, const void *bp, int64_t groups, int32_t *tile) {
+    const int16_t *a = ap, *b = bp;
+    int32_t acc[4][8] = {{0}};
+    for (int64_t g = 0; g < groups; g++)
+        for (int r = 0; r < 4; r++)
+            for (int c = 0; c < 8; c++) acc[r][c] += (int32_t)a[g * 4 + r] * b[g * 8 + c];
+    memcpy(tile, acc, sizeof acc);
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+static int32_t word_at(const void *p) {
+    int32_t w;
+    memcpy(&w, p, 4);
+    return w;
+}
+
+// 6 x 16: a word is two int16 of a (k, k+1); b holds 8 columns of such pairs per
+// vector. vpmaddwd sums each pair into int32 (no saturation: |sum| <= 2^15).
+__attribute__((target("avx2"))) static void tile_avx2(const void *ap, const void *bp, int64_t groups,
+                                                      int32_t *tile) {
+    const int16_t *a = ap, *b = bp;
+    __m256i acc[6][2];
+    for (int r = 0; r < 6; r++) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+    for (int64_t g = 0; g < groups; g++) {
+        __m256i b0 = _mm256_loadu_si256((const __m256i *)(b + g * 32));
+        __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + g * 32 + 16));
+        for (int r = 0; r < 6; r++) {
+            __m256i x = _mm256_set1_epi32(word_at(a + (g * 6 + r) * 2));
+            acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(x, b0));
+            acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(x, b1));
+        }
+    }
+    for (int r = 0; r < 6; r++) {
+        _mm256_storeu_si256((__m256i *)(tile + r * 16), acc[r][0]);
+        _mm256_storeu_si256((__m256i *)(tile + r * 16 + 8), acc[r][1]);
+    }
+}
+
+// 6 x 16: a word is four u8 of a; b holds 8 columns of four s8 per vector.
+__attribute__((target("avx2,avxvnni"))) static void tile_avxvnni(const void *ap, const void *bp, int64_t groups,
+                                                                int32_t *tile) {
+    const uint8_t *a = ap, *b = bp;
+    __m256i acc[6][2];
+    for (int r = 0; r < 6; r++) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+    for (int64_t g = 0; g < groups; g++) {
+        __m256i b0 = _mm256_loadu_si256((const __m256i *)(b + g * 64));
+        __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + g * 64 + 32));
+        for (int r = 0; r < 6; r++) {
+            __m256i x = _mm256_set1_epi32(word_at(a + (g * 6 + r) * 4));
+            acc[r][0] = _mm256_dpbusd_avx_epi32(acc[r][0], x, b0);
+            acc[r][1] = _mm256_dpbusd_avx_epi32(acc[r][1], x, b1);
+        }
+    }
+    for (int r = 0; r < 6; r++) {
+        _mm256_storeu_si256((__m256i *)(tile + r * 16), acc[r][0]);
+        _mm256_storeu_si256((__m256i *)(tile + r * 16 + 8), acc[r][1]);
+    }
+}
+
+// 8 x 32: as avxvnni, 16 columns per vector
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void tile_avx512vnni(const void *ap, const void *bp,
+                                                                                   int64_t groups, int32_t *tile) {
+    const uint8_t *a = ap, *b = bp;
+    __m512i acc[8][2];
+    for (int r = 0; r < 8; r++) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+    for (int64_t g = 0; g < groups; g++) {
+        __m512i b0 = _mm512_loadu_si512(b + g * 128);
+        __m512i b1 = _mm512_loadu_si512(b + g * 128 + 64);
+        for (int r = 0; r < 8; r++) {
+            __m512i x = _mm512_set1_epi32(word_at(a + (g * 8 + r) * 4));
+            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], x, b0);
+            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], x, b1);
+        }
+    }
+    for (int r = 0; r < 8; r++) {
+        _mm512_storeu_si512(tile + r * 32, acc[r][0]);
+        _mm512_storeu_si512(tile + r * 32 + 16, acc[r][1]);
+    }
+}
+
+static const int_kernel kernels[] = {
+    {"sse2", 4, 8, 1, 1, 0, 0, tile_base},
+    {"avx2", 6, 16, 2, 1, 0, 0, tile_avx2},
+    {"avxvnni", 6, 16, 4, 0, 128, 0, tile_avxvnni},
+    {"avx512vnni", 8, 32, 4, 0, 128, 0, tile_avx512vnni},
+};
+
+// whether kernels[i] may run: the CPU has it and the MICA_ISA level allows it
+static int kernel_allowed(int i, int level) {
+    switch (i) {
+    case 1: return level >= MICA_ISA_AVX2;
+    case 2: return level >= MICA_ISA_AVX2 && mica_cpu_has(MICA_CPU_AVX_VNNI);
+    case 3: return level >= MICA_ISA_AVX512 && mica_cpu_has(MICA_CPU_AVX512_VNNI);
+    default: return 1;
+    }
+}
+
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+
+// 8 x 8: a group is one k; a holds 8 rows of int16, b 8 columns.
+static void tile_neon(const void *ap, const void *bp, int64_t groups, int32_t *tile) {
+    const int16_t *a = ap, *b = bp;
+    int32x4_t acc[8][2];
+    for (int r = 0; r < 8; r++) acc[r][0] = acc[r][1] = vdupq_n_s32(0);
+    for (int64_t g = 0; g < groups; g++) {
+        int16x8_t bv = vld1q_s16(b + g * 8);
+        int16x4_t lo = vget_low_s16(bv);
+        for (int r = 0; r < 8; r++) {
+            acc[r][0] = vmlal_n_s16(acc[r][0], lo, a[g * 8 + r]);
+            acc[r][1] = vmlal_high_n_s16(acc[r][1], bv, a[g * 8 + r]);
+        }
+    }
+    for (int r = 0; r < 8; r++) {
+        vst1q_s32(tile + r * 8, acc[r][0]);
+        vst1q_s32(tile + r * 8 + 4, acc[r][1]);
+    }
+}
+
+// 8 x 8: a word is four s8 of a; b holds 4 columns of four s8 per vector. sdot's
+// lane must be a constant, hence the macro rather than a loop over rows.
+__attribute__((target("dotprod"))) static void tile_dotprod(const void *ap, const void *bp, int64_t groups,
+                                                            int32_t *tile) {
+    const int8_t *a = ap, *b = bp;
+    int32x4_t acc[8][2];
+    for (int r = 0; r < 8; r++) acc[r][0] = acc[r][1] = vdupq_n_s32(0);
+    for (int64_t g = 0; g < groups; g++) {
+        int8x16_t b0 = vld1q_s8(b + g * 32), b1 = vld1q_s8(b + g * 32 + 16);
+        int8x16_t a0 = vld1q_s8(a + g * 32), a1 = vld1q_s8(a + g * 32 + 16);
+#define DOT_ROW(r, av, lane)                                   \
+    acc[r][0] = vdotq_laneq_s32(acc[r][0], b0, av, lane);      \
+    acc[r][1] = vdotq_laneq_s32(acc[r][1], b1, av, lane);
+        DOT_ROW(0, a0, 0) DOT_ROW(1, a0, 1) DOT_ROW(2, a0, 2) DOT_ROW(3, a0, 3)
+        DOT_ROW(4, a1, 0) DOT_ROW(5, a1, 1) DOT_ROW(6, a1, 2) DOT_ROW(7, a1, 3)
+#undef DOT_ROW
+    }
+    for (int r = 0; r < 8; r++) {
+        vst1q_s32(tile + r * 8, acc[r][0]);
+        vst1q_s32(tile + r * 8 + 4, acc[r][1]);
+    }
+}
+
+static const int_kernel kernels[] = {
+    {"neon", 8, 8, 1, 1, 0, 0, tile_neon},
+    {"dotprod", 8, 8, 4, 0, 0, -128, tile_dotprod},
+};
+
+static int kernel_allowed(int i, int level) {
+    (void)level;
+    return i == 0 || mica_cpu_has(MICA_CPU_DOTPROD);
+}
+
+#else
+static const int_kernel kernels[] = {{"base", 4, 8, 1, 1, 0, 0, tile_base}};
+
+static int kernel_allowed(int i, int level) {
+    (void)i, (void)level;
+    return 1;
+}
+#endif
+
+#define KERNEL_COUNT ((int)(sizeof kernels / sizeof kernels[0]))
+
+/* ------------------------------------------------------------ dispatch */
+
+// The best allowed kernel, none above the one MICA_INTEGER_GEMM_ISA names.
+static int integer_pick(void) {
+    int level = mica_isa_level(NULL), top = KERNEL_COUNT - 1;
+    const char *cap = getenv("MICA_INTEGER_GEMM_ISA");
+    for (int i = 0; cap && i < KERNEL_COUNT; i++)
+        if (strcmp(cap, kernels[i].name) == 0) top = i;
+    while (top > 0 && !kernel_allowed(top, level)) top--;
+    return top;
+}
+
+static const int_kernel *integer_kernel(void) {
+    static int chosen = -1; /* a race here is benign: every thread picks the same */
+    int c = __atomic_load_n(&chosen, __ATOMIC_RELAXED);
+    if (c < 0) {
+        c = integer_pick();
+        __atomic_store_n(&chosen, c, __ATOMIC_RELAXED);
+    }
+    return &kernels[c];
+}
+
+const char *mica_integer_gemm_isa(void) {
+    return integer_kernel()->name;
+}
+
+/* ------------------------------------------------------------ packing and driver */
+
+static void put(void *pack, int wide, int64_t at, int v) {
+    if (wide) ((int16_t *)pack)[at] = (int16_t)v;
+    else ((uint8_t *)pack)[at] = (uint8_t)v; /* the bits, read as u8 or s8 by the tile */
+}
+
+// a's rows i0 .. i0+mc, depths p0 .. p0+kc, shifted by offset, into mr-row
+// panels of groups; rows past mc and depths past kc are 0 (b is 0 there).
+static void pack_a(const int_kernel *K, void *pack, const void *a, int a_u8, int offset, int64_t k, int64_t i0,
+                   int64_t mc, int64_t p0, int64_t kc) {
+    int64_t groups = (kc + K->group - 1) / K->group, at = 0;
+    for (int64_t r0 = 0; r0 < mc; r0 += K->mr)
+        for (int64_t g = 0; g < groups; g++)
+            for (int r = 0; r < K->mr; r++)
+                for (int e = 0; e < K->group; e++, at++) {
+                    int64_t i = r0 + r, p = g * K->group + e;
+                    int v = 0;
+                    if (i < mc && p < kc) {
+                        int64_t src = (i0 + i) * k + p0 + p;
+                        v = (a_u8 ? ((const uint8_t *)a)[src] : ((const int8_t *)a)[src]) + offset;
+                    }
+                    put(pack, K->wide, at, v);
+                }
+}
+
+// b's depths p0 .. p0+kc, columns j0 .. j0+nc, into nr-column panels of groups
+static void pack_b(const int_kernel *K, void *pack, const int8_t *b, int64_t n, int64_t p0, int64_t kc, int64_t j0,
+                   int64_t nc) {
+    int64_t groups = (kc + K->group - 1) / K->group, at = 0;
+    for (int64_t c0 = 0; c0 < nc; c0 += K->nr)
+        for (int64_t g = 0; g < groups; g++)
+            for (int c = 0; c < K->nr; c++)
+                for (int e = 0; e < K->group; e++, at++) {
+                    int64_t j = c0 + c, p = g * K->group + e;
+                    put(pack, K->wide, at, j < nc && p < kc ? b[(p0 + p) * n + j0 + j] : 0);
+                }
+}
+
+// out -= offset * (column sums of b): takes back the shift of a's range
+static void unshift(int32_t *out, const int8_t *b, int offset, int64_t m, int64_t k, int64_t n) {
+    int32_t *sums = mica_alloc_elements(n, sizeof(int32_t), 0);
+    for (int64_t p = 0; p < k; p++)
+        for (int64_t j = 0; j < n; j++) sums[j] += b[p * n + j];
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) out[i * n + j] -= offset * sums[j];
+    mica_free(sums);
+}
+
+static void integer_gemm(const int_kernel *K, int32_t *out, const void *a, int a_u8, const int8_t *b, int64_t m,
+                         int64_t k, int64_t n) {
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0) {
+        memset(out, 0, (size_t)(m * n) * sizeof(int32_t));
+        return;
+    }
+    int offset = a_u8 ? K->offset_u8 : K->offset_i8;
+    size_t size = K->wide ? 2 : 1;
+    // sized to the blocks this product has: small products stay cheap (mica_alloc zeroes)
+    int64_t depth = ((k < KC ? k : KC) + K->group - 1) / K->group * K->group;
+    int64_t rows = ((m < MC ? m : MC) + K->mr - 1) / K->mr * K->mr;
+    int64_t cols = ((n < NC ? n : NC) + K->nr - 1) / K->nr * K->nr;
+    void *ap = mica_alloc((size_t)(rows * depth) * size, 0), *bp = mica_alloc((size_t)(cols * depth) * size, 0);
+    int32_t tile[TILE_MAX];
+    for (int64_t p0 = 0; p0 < k; p0 += KC) {
+        int64_t kc = k - p0 < KC ? k - p0 : KC, groups = (kc + K->group - 1) / K->group;
+        int64_t words = groups * K->group; /* elements per panel row or column */
+        for (int64_t j0 = 0; j0 < n; j0 += NC) {
+            int64_t nc = n - j0 < NC ? n - j0 : NC;
+            pack_b(K, bp, b, n, p0, kc, j0, nc);
+            for (int64_t i0 = 0; i0 < m; i0 += MC) {
+                int64_t mc = m - i0 < MC ? m - i0 : MC;
+                pack_a(K, ap, a, a_u8, offset, k, i0, mc, p0, kc);
+                for (int64_t r0 = 0; r0 < mc; r0 += K->mr)
+                    for (int64_t c0 = 0; c0 < nc; c0 += K->nr) {
+                        K->tile((const char *)ap + r0 * words * size, (const char *)bp + c0 * words * size, groups,
+                                tile);
+                        int64_t rows = mc - r0 < K->mr ? mc - r0 : K->mr, cols = nc - c0 < K->nr ? nc - c0 : K->nr;
+                        for (int64_t r = 0; r < rows; r++) {
+                            int32_t *o = out + (i0 + r0 + r) * n + j0 + c0;
+                            const int32_t *t = tile + r * K->nr;
+                            if (p0 == 0) memcpy(o, t, (size_t)cols * sizeof(int32_t));
+                            else
+                                for (int64_t c = 0; c < cols; c++) o[c] += t[c];
+                        }
+                    }
+            }
+        }
+    }
+    mica_free(ap);
+    mica_free(bp);
+    if (offset) unshift(out, b, offset, m, k, n);
+}
+
+void mica_matmul_i32_i8_i8(int32_t *out, const int8_t *a, const int8_t *b, int64_t m, int64_t k, int64_t n) {
+    integer_gemm(integer_kernel(), out, a, 0, b, m, k, n);
+}
+
+void mica_matmul_i32_u8_i8(int32_t *out, const uint8_t *a, const int8_t *b, int64_t m, int64_t k, int64_t n) {
+    integer_gemm(integer_kernel(), out, a, 1, b, m, k, n);
+}
+
+/* ------------------------------------------------------------ reference */
+
+// The definition itself, kept as the tests' oracle.
+#define MICA_INTEGER_MATMUL(A, AS)                                                                           \
+    void mica_matmul_i32_##AS##_i8_reference(int32_t *out, const A *a, const int8_t *b, int64_t m, int64_t k, \
+                                             int64_t n) {                                                   \
+        for (int64_t i = 0; i < m; i++)                                                                      \
+            for (int64_t j = 0; j < n; j++) {                                                                \
+                int32_t sum = 0;                                                                             \
+                for (int64_t p = 0; p < k; p++) sum += (int32_t)a[i * k + p] * (int32_t)b[p * n + j];       \
+                out[i * n + j] = sum;                                                                        \
+            }                                                                                                \
+    }
+MICA_INTEGER_MATMUL(int8_t, i8)
+MICA_INTEGER_MATMUL(uint8_t, u8)
+#undef MICA_INTEGER_MATMUL
