@@ -94,3 +94,12 @@ bool mica_cpu_has(int feature) {
 }
 
 #endif
+
+int mica_chosen_once(int *chosen, int (*pick)(void)) {
+    int c = __atomic_load_n(chosen, __ATOMIC_RELAXED);
+    if (c < 0) {
+        c = pick();
+        __atomic_store_n(chosen, c, __ATOMIC_RELAXED);
+    }
+    return c;
+}

@@ -40,4 +40,8 @@ enum {
 };
 bool mica_cpu_has(int feature);
 
+/* *chosen, set to pick() on the first call: a kernel table's index, chosen once
+ * per process. A race between threads is benign: every thread picks the same. */
+int mica_chosen_once(int *chosen, int (*pick)(void));
+
 #endif /* MICA_CPU_H */

@@ -324,13 +324,8 @@ static int gemm_pick(void) {
 #endif
 
 static const gemm_isa_entry *gemm_isa_now(void) {
-    static int chosen = -1; /* a race here is benign: every thread picks the same */
-    int c = __atomic_load_n(&chosen, __ATOMIC_RELAXED);
-    if (c < 0) {
-        c = gemm_pick();
-        __atomic_store_n(&chosen, c, __ATOMIC_RELAXED);
-    }
-    return &gemm_isas[c];
+    static int chosen = -1;
+    return &gemm_isas[mica_chosen_once(&chosen, gemm_pick)];
 }
 
 const char *mica_gemm_isa(void) {

@@ -232,13 +232,8 @@ static int integer_pick(void) {
 }
 
 static const int_kernel *integer_kernel(void) {
-    static int chosen = -1; /* a race here is benign: every thread picks the same */
-    int c = __atomic_load_n(&chosen, __ATOMIC_RELAXED);
-    if (c < 0) {
-        c = integer_pick();
-        __atomic_store_n(&chosen, c, __ATOMIC_RELAXED);
-    }
-    return &kernels[c];
+    static int chosen = -1;
+    return &kernels[mica_chosen_once(&chosen, integer_pick)];
 }
 
 const char *mica_integer_gemm_isa(void) {
