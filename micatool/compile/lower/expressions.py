@@ -398,11 +398,8 @@ class Expressions:
             return CValue(call, t, owned=True)
         a, b = self.data(left), self.data(right)
         out = self.emit.declare_uninitialized(t)
-        if op == "*" and t.element.is_integer:  # int8 or uint8 times int8, exactly in int32
-            _, m, k, n = shapes.product_extents(lt, rt)
-            self.emit.line(f"mica_matmul_i32_{SUFFIX[lt.element]}_i8({out}.e, {a}, {b}, {m}, {k}, {n});")
-        elif op == "*":
-            self.emit.line(self.product_call(suffix, out, a, b, lt, rt))
+        if op == "*":
+            self.emit.line(self.product_call(t, out, a, b, lt, rt))
         elif lt.shape == rt.shape:
             self.emit.line(f"mica_{'add' if op == '+' else 'sub'}_{suffix}({out}.e, {a}, {b}, {t.count});")
         else:  # b repeats at every leading index of a
@@ -411,9 +408,12 @@ class Expressions:
                            f"{lt.count // cols}, {cols});")
         return CValue(out, t, lvalue=True)
 
-    def product_call(self, suffix: str, out: str, a: str, b: str, lt: Tensor, rt: Tensor) -> str:
+    def product_call(self, t: Tensor, out: str, a: str, b: str, lt: Tensor, rt: Tensor) -> str:
         """The kernel call for a static product (shapes.product's cases)."""
         batch, m, k, n = shapes.product_extents(lt, rt)
+        suffix = SUFFIX[t.element]
+        if t.element.is_integer:  # int8 or uint8 times int8, exactly in int32
+            return f"mica_matmul_i32_{SUFFIX[lt.element]}_i8({out}.e, {a}, {b}, {m}, {k}, {n});"
         if batch:
             return f"mica_bmm_{suffix}({out}.e, {a}, {b}, {batch}, {m}, {k}, {n});"
         return f"mica_matmul_{suffix}({out}.e, {a}, {b}, {m}, {k}, {n});"

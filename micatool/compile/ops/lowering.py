@@ -89,7 +89,7 @@ def borrowed_args(f, call: ast.Call) -> list[str]:
 
 
 def storage(f, place: CValue) -> tuple[str, str]:
-    """Pointer to a lent float place's elements, and how many."""
+    """Pointer to a lent place's elements, and how many."""
     t = plain(place.type)
     if isinstance(t, Scalar):
         return f"&{place.text}", "1"

@@ -59,11 +59,17 @@ def check_quantize(a, call, expected):
     return VOID
 
 
+def scale_and_zero(f, call: ast.Call, element) -> tuple[str, str]:
+    """The C of arguments 2 and 3: the scale in the float type `element`, the zero point an integer."""
+    scale = f.exprs.convert(f.exprs.value(call.args[1]), element, call.pos.line).text
+    zero = f.exprs.convert(f.exprs.value(call.args[2]), INTEGER, call.pos.line).text
+    return scale, zero
+
+
 def lower_quantize(f, call: ast.Call) -> CValue:
     x = plain_arg(f, call.args[0])
     element = plain(x.type).element
-    scale = f.exprs.convert(f.exprs.value(call.args[1]), element, call.pos.line).text
-    zero = f.exprs.convert(f.exprs.value(call.args[2]), INTEGER, call.pos.line).text
+    scale, zero = scale_and_zero(f, call, element)
     place = f.exprs.place(call.args[3].place)
     data, count = storage(f, place)
     n = product(extents(f, x))
@@ -102,8 +108,7 @@ def check_dequantize(a, call, expected):
 def lower_dequantize(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     q = plain_arg(f, call.args[0])
-    scale = f.exprs.convert(f.exprs.value(call.args[1]), t.element, call.pos.line).text
-    zero = f.exprs.convert(f.exprs.value(call.args[2]), INTEGER, call.pos.line).text
+    scale, zero = scale_and_zero(f, call, t.element)
     out = fresh_tensor(f, t, q, call.pos.line)
     qs = SUFFIX[plain(q.type).element]
     f.emit.line(f"mica_dequantize_{SUFFIX[t.element]}_{qs}({out.text}.e, {f.exprs.data(q)}, "
