@@ -130,6 +130,15 @@ typedef struct {
 } mica_string;
 
 mica_string mica_str_lit(const char *bytes, int64_t len);
+
+/* The failure channel (LANGUAGE.md section 11): an operation that fails for
+ * a reason outside the program (a missing file, a malformed pattern) answers
+ * false and leaves its reason for LastError, instead of trapping. mica_fail
+ * sets the reason (printf-style) and answers false, so a runtime function can
+ * `return mica_fail(...)`. The reason is per thread: each task has its own. */
+bool mica_fail(const char *format, ...);
+mica_string mica_last_error(void);
+
 mica_string mica_str_copy(mica_string s);
 void mica_str_drop(mica_string *s);
 void mica_str_assign(mica_string *dst, mica_string src); /* copies src */

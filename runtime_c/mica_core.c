@@ -55,6 +55,20 @@ _Noreturn void mica_trapf(int line, const char *format, ...) {
     mica_trap(line, message);
 }
 
+static _Thread_local char last_error[1024];
+
+bool mica_fail(const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    vsnprintf(last_error, sizeof last_error, format, args);
+    va_end(args);
+    return false;
+}
+
+mica_string mica_last_error(void) {
+    return mica_str_lit(last_error, (int64_t)strlen(last_error));
+}
+
 _Noreturn void mica_halt(int64_t code, int line) {
     if (code < 0 || code > 255) mica_trapf(line, "Halt(%lld): an exit status is 0 to 255", (long long)code);
     mica_flush();

@@ -46,6 +46,7 @@ LIBRARY = {
     "ReadFile": ([STRING], STRING, "mica_read_file", True),
     "WriteFile": ([STRING, STRING], VOID, "mica_write_file", True),
     "FileExists": ([STRING], BOOLEAN, "mica_file_exists", False),
+    "LastError": ([], STRING, "mica_last_error", False),
 }
 for _name, (_params, _result, _function, _with_line) in LIBRARY.items():
     define(_name, check=check_signature(_params, _result),
