@@ -312,21 +312,28 @@ static void pack_a_bytes(const int_kernel *K, uint8_t *pack, const void *a, int 
         }
 }
 
-// b's four depths of a word side by side for each of a panel's nr columns
+// b's four depths of a word side by side for each of a panel's nr columns; a
+// depth past kc reads a row of zeros. The column sums the shift of a's range
+// takes back (sums, when not NULL) are added up here, as each byte passes.
 static void pack_b_bytes(const int_kernel *K, uint8_t *pack, const int8_t *b, int64_t n, int64_t p0, int64_t kc,
-                         int64_t j0, int64_t nc) {
+                         int64_t j0, int64_t nc, int32_t *sums) {
+    static const int8_t zeros[TILE_MAX] = {0};
     const int nr = K->nr;
     int64_t groups = (kc + 3) / 4;
     for (int64_t c0 = 0; c0 < nc; c0 += nr) {
         int cols = nc - c0 < nr ? (int)(nc - c0) : nr;
         uint8_t *to = pack + c0 * groups * 4;
         for (int64_t g = 0; g < groups; g++, to += nr * 4) {
-            const int8_t *rows[4];
-            for (int e = 0; e < 4; e++) rows[e] = g * 4 + e < kc ? b + (p0 + g * 4 + e) * n + j0 + c0 : NULL;
-            memset(to, 0, (size_t)nr * 4);
-            for (int e = 0; e < 4; e++)
-                if (rows[e])
-                    for (int c = 0; c < cols; c++) to[c * 4 + e] = (uint8_t)rows[e][c];
+            const int8_t *r[4];
+            for (int e = 0; e < 4; e++) r[e] = g * 4 + e < kc ? b + (p0 + g * 4 + e) * n + j0 + c0 : zeros;
+            for (int c = 0; c < cols; c++) {
+                uint32_t word = (uint32_t)(uint8_t)r[0][c] | (uint32_t)(uint8_t)r[1][c] << 8 |
+                                (uint32_t)(uint8_t)r[2][c] << 16 | (uint32_t)(uint8_t)r[3][c] << 24;
+                memcpy(to + c * 4, &word, 4);
+            }
+            memset(to + cols * 4, 0, (size_t)(nr - cols) * 4);
+            if (sums)
+                for (int c = 0; c < cols; c++) sums[j0 + c0 + c] += r[0][c] + r[1][c] + r[2][c] + r[3][c];
         }
     }
 }
@@ -337,20 +344,17 @@ static void pack_a(const int_kernel *K, void *pack, const void *a, int a_u8, int
     else pack_a_bytes(K, pack, a, offset, k, i0, mc, p0, kc);
 }
 
+// Only byte kernels shift a's range, so only they need b's column sums.
 static void pack_b(const int_kernel *K, void *pack, const int8_t *b, int64_t n, int64_t p0, int64_t kc, int64_t j0,
-                   int64_t nc) {
+                   int64_t nc, int32_t *sums) {
     if (K->wide) pack_b_wide(K, pack, b, n, p0, kc, j0, nc);
-    else pack_b_bytes(K, pack, b, n, p0, kc, j0, nc);
+    else pack_b_bytes(K, pack, b, n, p0, kc, j0, nc, sums);
 }
 
 // out -= offset * (column sums of b): takes back the shift of a's range
-static void unshift(int32_t *out, const int8_t *b, int offset, int64_t m, int64_t k, int64_t n) {
-    int32_t *sums = mica_alloc_elements(n, sizeof(int32_t), 0);
-    for (int64_t p = 0; p < k; p++)
-        for (int64_t j = 0; j < n; j++) sums[j] += b[p * n + j];
+static void unshift(int32_t *out, const int32_t *sums, int offset, int64_t m, int64_t n) {
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) out[i * n + j] -= offset * sums[j];
-    mica_free(sums);
 }
 
 static void integer_gemm(const int_kernel *K, int32_t *out, const void *a, int a_u8, const int8_t *b, int64_t m,
@@ -367,13 +371,14 @@ static void integer_gemm(const int_kernel *K, int32_t *out, const void *a, int a
     int64_t rows = ((m < MC ? m : MC) + K->mr - 1) / K->mr * K->mr;
     int64_t cols = ((n < NC ? n : NC) + K->nr - 1) / K->nr * K->nr;
     void *ap = mica_alloc((size_t)(rows * depth) * size, 0), *bp = mica_alloc((size_t)(cols * depth) * size, 0);
+    int32_t *sums = offset ? mica_alloc_elements(n, sizeof(int32_t), 0) : NULL;
     int32_t tile[TILE_MAX];
     for (int64_t p0 = 0; p0 < k; p0 += KC) {
         int64_t kc = k - p0 < KC ? k - p0 : KC, groups = (kc + K->group - 1) / K->group;
         int64_t words = groups * K->group; /* elements per panel row or column */
         for (int64_t j0 = 0; j0 < n; j0 += NC) {
             int64_t nc = n - j0 < NC ? n - j0 : NC;
-            pack_b(K, bp, b, n, p0, kc, j0, nc);
+            pack_b(K, bp, b, n, p0, kc, j0, nc, sums);
             for (int64_t i0 = 0; i0 < m; i0 += MC) {
                 int64_t mc = m - i0 < MC ? m - i0 : MC;
                 pack_a(K, ap, a, a_u8, offset, k, i0, mc, p0, kc);
@@ -395,7 +400,8 @@ static void integer_gemm(const int_kernel *K, int32_t *out, const void *a, int a
     }
     mica_free(ap);
     mica_free(bp);
-    if (offset) unshift(out, b, offset, m, k, n);
+    if (offset) unshift(out, sums, offset, m, n);
+    mica_free(sums);
 }
 
 void mica_matmul_i32_i8_i8(int32_t *out, const int8_t *a, const int8_t *b, int64_t m, int64_t k, int64_t n) {
