@@ -122,7 +122,7 @@ def test_the_device_prints_what_the_host_prints(program, element, fake_cuda, tmp
     host, device, launched = run_both(fake_cuda, tmp_path, text, program)
     assert device.splitlines() == host.splitlines()  # a difference shows by line
     assert len(host.splitlines()) >= 10
-    names = (k if "FLOAT" in k or "OTHER" in k or k.endswith(("_f32", "_f64")) else k + "_FLOAT" for k in kernels)
+    names = (k if "FLOAT" in k or "OTHER" in k or k.endswith(("_f32", "_f64", "_i8")) else k + "_FLOAT" for k in kernels)
     expected = {"mica_" + k.replace("FLOAT", SHORT[element]).replace("OTHER", SHORT[other]) for k in names}
     assert set(launched) == expected
 
