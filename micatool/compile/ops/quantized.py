@@ -17,7 +17,7 @@ from ..ctypes import SUFFIX
 from ..cvalue import CValue, dtype_of
 from ..types import ERROR, FLOAT32, FLOAT64, INT8, INTEGER, UINT8, VOID, ErrorType, Tensor, Type, plain
 from . import define
-from .checking import arity, host_only, is_integer, is_number, plain_only, wrong
+from .checking import arity, is_integer, is_number, plain_only, wrong
 from .lowering import NOTHING, extents, fresh_tensor, plain_arg, product, storage
 
 QUANTIZED = (INT8, UINT8)
@@ -51,7 +51,7 @@ def check_quantize(a, call, expected):
     if any(isinstance(t, ErrorType) for t in (x, scale, zero, q)):
         return VOID
     plain_only(a, call, [x, scale, zero, q])
-    if not together(a, call, [0, 3], [x, q]) or not host_only(a, call, [(call.args[1], scale), (call.args[2], zero)]):
+    if not together(a, call, [0, 3], [x, q]) or not host_numbers(a, call, scale, zero):
         return VOID
     if not float_tensor(x):
         return wrong(a, call, call.args[0], x, "a float tensor")
@@ -68,6 +68,18 @@ def check_quantize(a, call, expected):
 def together(a, call, indices: list[int], types: list[Type]) -> bool:
     """The tensors at `indices` live in one place (7001), either one."""
     return residency.check_together(a, call, f"'{call.callee.ident}'", [call.args[i] for i in indices], types)
+
+
+def host_numbers(a, call, scale: Type, zero: Type) -> bool:
+    """The scale and the zero point (arguments 2 and 3) are host numbers: on the GPU too, they
+    travel with the launch (7005)."""
+    for arg, t in zip(call.args[1:3], (scale, zero)):
+        if residency.on_gpu(t):
+            a.error(arg, 7005, f"'{call.callee.ident}' takes its scale and zero point as host numbers, which "
+                               f"travel with the launch; {residency.describe(arg)} lives on the GPU: bring it "
+                               f"across with ToHost({residency.argument_text(arg)})")
+            return False
+    return True
 
 
 def scale_and_zero(f, call: ast.Call, element) -> tuple[str, str]:
@@ -117,7 +129,7 @@ def check_dequantize(a, call, expected):
     if any(isinstance(t, ErrorType) for t in (q, scale, zero)):
         return ERROR
     plain_only(a, call, [q, scale, zero])
-    if not host_only(a, call, [(call.args[1], scale), (call.args[2], zero)]):
+    if not host_numbers(a, call, scale, zero):
         return ERROR
     if not quantized_tensor(q):
         return wrong(a, call, call.args[0], q, "an int8 or uint8 tensor")
