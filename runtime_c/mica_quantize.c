@@ -8,6 +8,8 @@
  */
 #include "mica.h"
 
+#include <string.h>
+
 /* v to the nearest integer, halves to even; |v| below 2^62, so the cast is defined.
  * v - i is exact: i is v truncated, within one of it. */
 static int64_t nearest_even(double v) {
@@ -47,21 +49,42 @@ MICA_QUANTIZE(double, f64, uint8_t, u8, 0, 255)
 MICA_QUANTIZE(float, f32, uint8_t, u8, 0, 255)
 #undef MICA_QUANTIZE
 
-/* A row of zeros gets scale 0 and zeros: Dequantize gives it back exactly. */
+/* v to the nearest integer, halves to even, for |v| < 2^51: adding and taking
+ * back 1.5 * 2^52 leaves no bits below the unit, and the default rounding mode
+ * (which the runtime never changes) rounds that sum to even. No branches, so
+ * a row's loop vectorizes: QuantizeRows runs on every activation of an int8 model. */
+static double round_even_small(double v) {
+    return (v + 0x1.8p52) - 0x1.8p52; /* not v: without -ffast-math the compiler keeps both roundings */
+}
+
+/* A row of zeros gets scale 0 and zeros: Dequantize gives it back exactly.
+ * The row's maximum bounds every |row[c] / scale| near 127, or near 254 when
+ * the scale is subnormal and lost bits, so the small rounding applies and a
+ * clamp to +-127 is the only saturation. */
 #define MICA_QUANTIZE_ROWS(T, S)                                                                                 \
     void mica_quantize_rows_i8_##S(int8_t *q, T *scales, const T *x, int64_t rows, int64_t cols, int line) {  \
         for (int64_t r = 0; r < rows; r++) {                                                                 \
             const T *row = x + r * cols;                                                                     \
             T largest = 0;                                                                                   \
+            int nan = 0; /* noted, not trapped, inside the loop: a loop without a branch vectorizes */       \
             for (int64_t c = 0; c < cols; c++) {                                                             \
                 T a = row[c] < 0 ? -row[c] : row[c];                                                         \
-                if (a != a) mica_trap(line, "QuantizeRows of a NaN");                                        \
-                if (a > largest) largest = a;                                                                \
+                nan |= a != a;                                                                               \
+                largest = a > largest ? a : largest;                                                         \
             }                                                                                                \
+            if (nan) mica_trap(line, "QuantizeRows of a NaN");                                               \
+            if (__builtin_isinf(largest)) mica_trap(line, "QuantizeRows of an infinity");               \
             T scale = largest / 127;                                                                         \
             scales[r] = scale;                                                                               \
-            for (int64_t c = 0; c < cols; c++)                                                               \
-                q[r * cols + c] = scale == 0 ? 0 : (int8_t)quantized((double)(row[c] / scale), 0, -127, 127, line); \
+            int8_t *out = q + r * cols;                                                                      \
+            if (scale == 0) {                                                                                \
+                memset(out, 0, (size_t)cols);                                                                \
+                continue;                                                                                    \
+            }                                                                                                \
+            for (int64_t c = 0; c < cols; c++) {                                                             \
+                double v = round_even_small((double)(row[c] / scale));                                       \
+                out[c] = (int8_t)(v < -127 ? -127 : v > 127 ? 127 : v);                                      \
+            }                                                                                                \
         }                                                                                                    \
     }
 MICA_QUANTIZE_ROWS(double, f64)

@@ -437,7 +437,7 @@ QUANTIZE_TRAPS = [
     ("Quantize(xd, 0.5, 0, address qd)", "Quantize of a NaN"),
     ("Quantize(xd, 0.0, 0, address qd)", "Quantize with scale 0: the scale must be a nonzero number"),
     ("QuantizeRows(xd, address qd, address sd)", "QuantizeRows of a NaN"),
-    ("QuantizeRows(yd, address qd, address sd)", "Quantize of a NaN"),  # a row holding inf: inf / inf
+    ("QuantizeRows(yd, address qd, address sd)", "QuantizeRows of an infinity"),
 ]
 
 

@@ -374,9 +374,10 @@ class Expressions:
             result = shapes.product(lp, rp)
         except shapes.ShapeMismatch as why:
             return self.a.error(e, 6007, f"cannot multiply '{lt}' by '{rt}': {why}")
-        if lp.shape[-1] > INTEGER_PRODUCT_DEPTH:
-            return self.a.error(e, 4022, f"an integer product sums at most {INTEGER_PRODUCT_DEPTH} products "
-                                         f"exactly in int32; this one sums {lp.shape[-1]}")
+        depth = lp.shape[-1]  # a shape variable's binding is checked where the routine is lowered
+        if isinstance(depth, int) and depth > shapes.INTEGER_PRODUCT_DEPTH:
+            return self.a.error(e, 4022, f"an integer product sums at most {shapes.INTEGER_PRODUCT_DEPTH} "
+                                         f"products exactly in int32; this one sums {depth}")
         return Tensor(INT32, result.shape, 0, lp.on_gpu)
 
     def constants_fit(self, e: ast.Binary, element: Scalar) -> bool:
@@ -449,9 +450,6 @@ class Expressions:
                 return None
         return value
 
-
-# An int8 product is at most 255 * 128 < 2^15: 2^16 of them sum exactly in int32.
-INTEGER_PRODUCT_DEPTH = 1 << 16
 
 # The method that checks each kind of node: expr_Name checks an ast.Name.
 _EXPR_CHECKS = {getattr(ast, name[5:]): method for name, method in vars(Expressions).items()

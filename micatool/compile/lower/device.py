@@ -15,6 +15,7 @@ from .. import ast, shapes
 from ..ctypes import SUFFIX
 from ..cvalue import CValue
 from ..residency import on_gpu
+from ..ops.lowering import too_deep
 from ..types import INTEGER, SCALAR_BYTES, Scalar, Tensor, Type, element_count, element_of, plain
 
 # The C type each signature letter's argument is passed as (ptx.LETTERS).
@@ -156,6 +157,9 @@ class Device:
         the integer product's one launch."""
         batch, m, k, n = shapes.product_extents(lt, rt)
         if lt.element.is_integer:  # int8 or uint8 times int8, exactly in int32 (no batch: matrices only)
+            if k > shapes.INTEGER_PRODUCT_DEPTH:  # a routine's shape variable bound too deep
+                self.emit.line(too_deep(k, line))
+                return
             self.launch(f"mica_matmul_i32_{SUFFIX[lt.element]}_i8", line, out=f"{out.text}.ptr", a=a, b=b, m=m, k=k,
                         n=n)
             return
