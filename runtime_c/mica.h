@@ -246,6 +246,7 @@ MICA_QUANTIZE(float, f32, int8_t, i8)
 MICA_QUANTIZE(double, f64, uint8_t, u8)
 MICA_QUANTIZE(float, f32, uint8_t, u8)
 #undef MICA_QUANTIZE
+void mica_quantize_check_scale(double scale, int line);
 void mica_quantize_rows_i8_f64(int8_t *q, double *scales, const double *x, int64_t rows, int64_t cols, int line);
 void mica_quantize_rows_i8_f32(int8_t *q, float *scales, const float *x, int64_t rows, int64_t cols, int line);
 void mica_matmul_i32_i8_i8(int32_t *out, const int8_t *a, const int8_t *b, int64_t m, int64_t k, int64_t n);
@@ -400,6 +401,9 @@ void mica_gpu_cross_entropy(mica_dev *out, int dtype, mica_dev logits, mica_dev 
                             int line);
 void mica_gpu_gather(mica_dev *out, int dtype, mica_dev table, mica_dev ids, int64_t n, int64_t rows, int64_t cols,
                      int line);
+void mica_gpu_quantize(mica_dev *q, const char *kernel, int dtype, mica_dev x, int64_t n, double scale, int64_t zero,
+                       int line);
+void mica_gpu_quantize_rows(mica_dev *q, mica_dev *scales, int dtype, mica_dev x, int64_t rows, int64_t cols, int line);
 
 /* description: further metadata members, JSON text the compiler writes ("program":...) */
 void mica_save(mica_string path, mica_entry *entries, int64_t count, const char *description, int line);

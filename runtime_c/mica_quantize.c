@@ -30,13 +30,14 @@ static int64_t quantized(double v, int64_t zero, int64_t low, int64_t high, int 
     return r < low ? low : r > high ? high : r;
 }
 
-static void check_scale(double scale, int line) {
+/* The device's Quantize checks its host scale here too (mica_gpu_tape.c). */
+void mica_quantize_check_scale(double scale, int line) {
     if (scale == 0.0 || scale != scale) mica_trapf(line, "Quantize with scale %g: the scale must be a nonzero number", scale);
 }
 
 #define MICA_QUANTIZE(T, S, Q, QS, LOW, HIGH)                                                                    \
     void mica_quantize_##QS##_##S(Q *q, const T *x, int64_t n, T scale, int64_t zero, int line) {             \
-        check_scale(scale, line);                                                                            \
+        mica_quantize_check_scale(scale, line);                                                              \
         for (int64_t i = 0; i < n; i++) q[i] = (Q)quantized((double)(x[i] / scale), zero, LOW, HIGH, line); \
     }                                                                                                        \
     void mica_dequantize_##S##_##QS(T *out, const Q *q, int64_t n, T scale, int64_t zero) {                    \

@@ -16,6 +16,7 @@ from .. import ast, ops, shapes
 from ..ctypes import SUFFIX, c_name, c_string_literal
 from ..cvalue import CValue, dtype_of
 from ..ops.conversions import device_conversion, lower_conversion
+from ..ops.lowering import too_deep
 from ..symbols import ConstSymbol, RoutineSymbol, ShapeVarSymbol, TypeSymbol, VarSymbol
 from ..types import (
     BOOLEAN,
@@ -414,8 +415,7 @@ class Expressions:
         suffix = SUFFIX[t.element]
         if t.element.is_integer:  # int8 or uint8 times int8, exactly in int32
             if k > shapes.INTEGER_PRODUCT_DEPTH:  # a routine's shape variable bound too deep (a number is 4022)
-                return (f'mica_trap({line}, "an integer product sums at most {shapes.INTEGER_PRODUCT_DEPTH} '
-                        f'products exactly in int32; this one sums {k}");')
+                return too_deep(k, line)
             return f"mica_matmul_i32_{SUFFIX[lt.element]}_i8({out}.e, {a}, {b}, {m}, {k}, {n});"
         if batch:
             return f"mica_bmm_{suffix}({out}.e, {a}, {b}, {batch}, {m}, {k}, {n});"
