@@ -36,7 +36,7 @@ RUN_FAILED = 101  # `run`'s own failure, distinct from any status its program gi
 
 def cmd_check(args) -> int:
     try:
-        front_end(load_source(args.program))
+        front_end(load_source(args.program), keep_tree=False)
     except CompileError as e:
         if not args.json:
             raise
