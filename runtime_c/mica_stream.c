@@ -28,8 +28,7 @@ typedef struct file_stream {
     enum mode mode;
     int fd;
     mica_atomic atomic; /* WRITING: the temporary and the target */
-    const char *name;   /* the path, as reasons and traps name it */
-    bool standard;      /* Input or ErrOutput: never closed */
+    const char *name;   /* the path, as reasons and traps name it; Input and ErrOutput, never closed, a literal */
     int error;          /* the first failed read's or write's errno */
     size_t start, used; /* reading: the unread bytes are buffer[start, used); writing: buffer[0, used) */
     struct file_stream *prev, *next; /* the open ones, which an early end puts away */
@@ -63,8 +62,10 @@ static void put_unbuffered(mica_stream *to, const char *data, size_t size) {
     send_bytes((file_stream *)to, data, size);
 }
 
-static file_stream standard_input = {{put_buffered}, READING, 0, {0}, "standard input", true};
-static file_stream standard_error = {{put_unbuffered}, APPENDING, 2, {0}, "standard error", true};
+static file_stream standard_input = {
+    .base = {put_buffered}, .mode = READING, .fd = 0, .name = "standard input"};
+static file_stream standard_error = {
+    .base = {put_unbuffered}, .mode = APPENDING, .fd = 2, .name = "standard error"};
 
 mica_stream *mica_input(void) {
     return &standard_input.base;
