@@ -245,7 +245,7 @@ def check_signature(params: list, result: Type):
                 return ERROR
             if isinstance(wanted, Lent):
                 if plain(t) != wanted.type:
-                    return wrong(a, call, arg, t, f"'address' of a '{wanted.type}' place")
+                    return wrong(a, call, arg, t, f"a place of type '{wanted.type}' lent by 'address'")
             elif wanted == INTEGER and not is_integer(t) or wanted == FLOAT64 and not is_number(t) \
                     or wanted not in (INTEGER, FLOAT64) and plain(t) != wanted:
                 return wrong(a, call, arg, t, f"'{wanted}'")

@@ -47,6 +47,8 @@ def check_write(a, call: ast.Call, expected) -> Type:
             value = arg.value if isinstance(arg, ast.FormatArg) else arg
             a.error(arg, 7002, f"Write prints host values; {residency.describe(value)} "
                                "lives on the GPU: print ToHost(...) of it")
+        elif t == STREAM:
+            a.error(arg, 4035, "a stream is written to, not printed: name it first, as in 'WriteLn(f, ...)'")
         elif not isinstance(t, ErrorType) and not printable(t):
             a.error(arg, 4035, f"cannot print a value of type '{t}'; print its fields or elements")
     return VOID
