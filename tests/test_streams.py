@@ -253,3 +253,21 @@ def test_a_stream_and_string_program_runs_on_aarch64(tmp_path, aarch64):
     result = run(binary, target="aarch64-linux")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "a = 1 false\nb = 22 true\nc = 333 false\n   356\n"
+
+
+def test_a_failed_write_answers_at_close_or_traps_when_nobody_reads_the_answer(tmp_path):
+    answered = mica("""
+    if OpenWrite('/dev/full', address f) then begin
+        WriteLn(f, 'lost');
+        WriteLn(Close(f), ' ', LastError);
+    end;
+    if OpenAppend('/dev/full', address f) then begin
+        WriteLn(f, 'lost');
+        WriteLn(Flush(f), ' ', LastError);
+        Close(f);
+    end;""", "var f : stream;")
+    result = run(build_text(tmp_path, answered))
+    assert result.returncode == 1
+    assert result.stdout == ("false cannot write '/dev/full': No space left on device\n"
+                             "false cannot write '/dev/full': No space left on device\n")
+    assert result.stderr == "prog.mica:12: cannot write '/dev/full': No space left on device\n"
