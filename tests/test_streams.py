@@ -190,15 +190,18 @@ end.
     assert (tmp_path / "g.txt").read_text() == "entry 1\nentry 2\n"  # closed as the program ended
 
 
-def test_an_open_write_whose_program_traps_leaves_no_file(tmp_path):
+@pytest.mark.parametrize("ending, status", [("WriteLn(1 div zero)", 1), ("Halt(3)", 3)])
+def test_an_open_write_whose_program_ends_early_leaves_no_file(tmp_path, ending, status):
     text = mica(f"""
+    if OpenAppend('{tmp_path}/log.txt', address g) then WriteLn(g, 'kept');
     if OpenWrite('{tmp_path}/out.txt', address f) then begin
         WriteLn(f, 'half');
-        WriteLn(1 div zero);
-    end;""", "var f : stream; zero : integer;")
+        {ending};
+    end;""", "var f, g : stream; zero : integer;")
     result = run(build_text(tmp_path, text))
-    assert result.returncode == 1 and "division by zero" in result.stderr
-    assert os.listdir(tmp_path) == ["prog.mica"]  # neither the file nor its temporary
+    assert result.returncode == status
+    assert sorted(os.listdir(tmp_path)) == ["log.txt", "prog.mica"]  # neither out.txt nor its temporary
+    assert (tmp_path / "log.txt").read_text() == "kept\n"  # what an appending stream held went out
 
 
 def test_an_open_write_whose_program_is_killed_leaves_no_file(tmp_path):
