@@ -22,6 +22,7 @@ from .types import (
     INT8,
     INT32,
     INTEGER,
+    STREAM,
     STRING,
     UINT8,
     Array,
@@ -85,6 +86,8 @@ class CTypes:
     def name(self, t: Type) -> str:
         if isinstance(t, Scalar):
             return SCALAR_C[t]
+        if t == STREAM:
+            return "mica_stream *"
         if isinstance(t, Record):
             key = id(t)
             if key not in self.record_names:
@@ -165,6 +168,8 @@ static {name} {name}__copy({name} a) {{
         """The C function doing op (drop, copy, assign, move) for values of type t."""
         if t == STRING:
             return f"mica_str_{op}"
+        if t == STREAM:  # never copied (the analyzer refuses it): only dropped
+            return f"mica_stream_{op}"
         if isinstance(t, Tensor) and t.on_gpu:
             return f"mica_dev_{op}"
         if isinstance(t, Tracked) and not isinstance(t.inner, Tensor | Scalar):

@@ -156,6 +156,18 @@ class Tracked(Type):
 
 
 @dataclass(frozen=True)
+class Stream(Type):
+    """An open file or a standard stream. It owns an OS resource, so it is never
+    copied: it lives in a variable and is lent by `address`."""
+
+    def __str__(self) -> str:
+        return "stream"
+
+
+STREAM = Stream()
+
+
+@dataclass(frozen=True)
 class ErrorType(Type):
     """Stands for an expression that already has an error; silences follow-on errors."""
 
@@ -176,6 +188,7 @@ VOID = VoidType()
 
 
 SCALAR_BYTES = {"integer": 8, "int32": 4, "int8": 1, "uint8": 1, "float32": 4, "float64": 8, "boolean": 1, "string": 16}
+HANDLE_BYTES = 8  # a stream is a pointer to what the runtime holds
 
 
 def storage_bytes(t: Type) -> int:
@@ -189,6 +202,8 @@ def storage_bytes(t: Type) -> int:
         return 16 if t.is_dynamic else t.length * storage_bytes(t.element)
     if isinstance(t, Record):
         return sum(storage_bytes(f) for _, f in t.fields)
+    if t == STREAM:
+        return HANDLE_BYTES
     return 0
 
 
@@ -231,8 +246,9 @@ def holds_dynamic(t: Type) -> bool:
 
 
 def needs_drop(t: Type) -> bool:
-    """Does a value of this type own heap storage (strings, dynamic arrays and tensors)?"""
-    if t == STRING:
+    """Does a value of this type own heap storage (strings, dynamic arrays and tensors)
+    or an open stream?"""
+    if t == STRING or t == STREAM:
         return True
     if isinstance(t, Tensor):
         return t.is_dynamic or t.on_gpu  # heap storage, or device storage

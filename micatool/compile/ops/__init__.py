@@ -84,10 +84,12 @@ from . import (  # noqa: E402
     randomness,
     reductions,
     rows,
+    streams,
+    strings,
     tape,
     transfers,
 )
 
 __all__ = ["OPS", "TAPE", "Op", "TapeRecord", "define", "record_on_tape", "checkpoints", "elementwise", "extents",
            "images", "library", "linalg", "numbers", "operators", "optimizers", "output", "products", "quantized",
-           "randomness", "reductions", "rows", "tape", "transfers"]
+           "randomness", "reductions", "rows", "streams", "strings", "tape", "transfers"]

@@ -84,8 +84,9 @@ def args_of(f, call: ast.Call) -> list[CValue]:
     return [f.exprs.untracked(f.exprs.value(arg)) for arg in call.args]
 
 
-def borrowed_args(f, call: ast.Call) -> list[str]:
-    return [f.exprs.borrow(v).text if plain(v.type) == STRING or v.owned else v.text for v in args_of(f, call)]
+def borrowed_arg(f, arg: ast.Expr) -> str:
+    v = f.exprs.untracked(f.exprs.value(arg))
+    return f.exprs.borrow(v).text if plain(v.type) == STRING or v.owned else v.text
 
 
 def storage(f, place: CValue) -> tuple[str, str]:
