@@ -109,7 +109,6 @@ class Declarations:
     def routine_body(self, routine: RoutineSymbol) -> None:
         decl = routine.decl
         self.a.routine = routine
-        self.a.routine_reads[routine] = set()
         self.a.scope = Scope(self.a.globals)
         for name in routine.shape_vars:
             self.a.scope.define(ShapeVarSymbol(name, decl.pos))
