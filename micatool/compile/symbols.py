@@ -56,7 +56,6 @@ class RoutineSymbol(Symbol):
     result: Optional[Type] = None
     result_var: Optional[VarSymbol] = None
     locals: list[VarSymbol] = field(default_factory=list)
-    local_consts: list[ConstSymbol] = field(default_factory=list)
     shape_vars: list[str] = field(default_factory=list)
     # Sets that most routines leave empty: each starts as the one empty frozenset,
     # and grows by a new set (a large program has tens of thousands of routines).

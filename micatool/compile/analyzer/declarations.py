@@ -49,8 +49,6 @@ class Declarations:
         self.define(scope, symbol)
         if scope is self.a.globals:
             self.a.global_consts.append(symbol)
-        elif self.a.routine is not None:
-            self.a.routine.local_consts.append(symbol)
 
     def var_decl(self, decl: ast.VarDecl, scope: Scope) -> None:
         t = self.a.type_syntax.resolve_type(decl.type)
