@@ -197,7 +197,7 @@ bool mica_file_size(mica_string path, int64_t *n);
 
 /* ------------------------------------------------------------ streams */
 
-/* A stream: Output, or one mica_stream.c opened. Write and WriteLn reach any
+/* A stream: Output, or one mica_stream.c or mica_net.c opened. Write and WriteLn reach any
  * stream through its put, so a program that writes only to Output links none
  * of the file streams' code. A stream variable holds NULL until opened. */
 typedef struct mica_stream mica_stream;
@@ -216,6 +216,13 @@ mica_stream *mica_writable(mica_stream *f, int at); /* f, or a trap when it cann
 bool mica_stream_flush(mica_stream *f, bool must, int at);
 bool mica_stream_close(mica_stream **f, bool must, int at);
 void mica_stream_drop(mica_stream **f); /* a Close at scope end: traps when the file cannot be kept */
+/* Networking (mica_net.c): sockets as streams, each answering false with the
+ * reason (LastError) naming host:port. */
+bool mica_listen(mica_string host, int64_t port, mica_stream **server);
+bool mica_accept(mica_stream *server, mica_stream **conn, int at);
+bool mica_connect(mica_string host, int64_t port, mica_stream **conn);
+int64_t mica_local_port(mica_stream *f, int at);
+void mica_set_timeout(mica_stream *f, double seconds, int at);
 
 /* ------------------------------------------------------------ output */
 

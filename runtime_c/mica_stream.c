@@ -10,8 +10,10 @@
  * A program that ends early (a trap, Halt) with streams open abandons what
  * they would have written atomically and sends out what appending ones hold.
  * Output is not one of these: it is the program's output buffer (mica_print.c).
+ * A connection (mica_net.c) is a stream both read and written, with a buffer
+ * each way; a listening socket is one that is neither, only accepted from.
  */
-#include "mica.h"
+#include "mica_stream.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,40 +23,28 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum mode { READING, WRITING, APPENDING };
-
-typedef struct file_stream {
-    mica_stream base; /* first: a mica_stream * of this file points at its file_stream */
-    enum mode mode;
-    int fd;
-    mica_atomic atomic; /* WRITING: the temporary and the target */
-    const char *name;   /* the path, as reasons and traps name it; Input and ErrOutput, never closed, a literal */
-    int error;          /* the first failed read's or write's errno */
-    size_t start, used; /* reading: the unread bytes are buffer[start, used); writing: buffer[0, used) */
-    struct file_stream *prev, *next; /* the open ones, which an early end puts away */
-    char buffer[1 << 16];
-} file_stream;
+typedef mica_fd_stream file_stream;
 
 static file_stream *open_streams;
 
 static void send_bytes(file_stream *s, const char *data, size_t size) {
-    if (s->error == 0) s->error = mica_write_all(s->fd, data, size);
+    if (s->write_error == 0) s->write_error = s->send_all(s->fd, data, size);
 }
 
 static void send(file_stream *s) {
-    send_bytes(s, s->buffer, s->used);
-    s->used = 0;
+    send_bytes(s, s->out, s->pending);
+    s->pending = 0;
 }
 
 static void put_buffered(mica_stream *to, const char *data, size_t size) {
     file_stream *s = (file_stream *)to;
-    if (size > sizeof s->buffer - s->used) send(s);
-    if (size >= sizeof s->buffer) {
+    if (size > MICA_STREAM_BUFFER - s->pending) send(s);
+    if (size >= MICA_STREAM_BUFFER) {
         send_bytes(s, data, size); /* too big to collect: straight out */
         return;
     }
-    memcpy(s->buffer + s->used, data, size);
-    s->used += size;
+    memcpy(s->out + s->pending, data, size);
+    s->pending += size;
 }
 
 /* ErrOutput is unbuffered, as stderr is: each piece goes out as it is written. */
@@ -62,10 +52,11 @@ static void put_unbuffered(mica_stream *to, const char *data, size_t size) {
     send_bytes((file_stream *)to, data, size);
 }
 
-static file_stream standard_input = {
-    .base = {put_buffered}, .mode = READING, .fd = 0, .name = "standard input"};
-static file_stream standard_error = {
-    .base = {put_unbuffered}, .mode = APPENDING, .fd = 2, .name = "standard error"};
+/* Input and ErrOutput, never closed, have literal names. */
+static file_stream standard_input = {.base = {put_buffered}, .mode = READING, .fd = 0, .name = "standard input",
+                                     .in = standard_input.buffer, .out = standard_input.buffer};
+static file_stream standard_error = {.base = {put_unbuffered}, .mode = APPENDING, .fd = 2, .name = "standard error",
+                                     .send_all = mica_write_all};
 
 mica_stream *mica_input(void) {
     return &standard_input.base;
@@ -78,7 +69,7 @@ mica_stream *mica_error_output(void) {
 /* ---- opening and closing ---- */
 
 /* The reason a stream cannot be kept, or 0: its bytes sent, its file closed
- * (and an atomic one renamed into place), its memory freed. */
+ * (and an atomic one renamed into place); forget frees it after. */
 static int finish(file_stream *s, bool abandon) {
     if (s->prev) s->prev->next = s->next;
     else open_streams = s->next;
@@ -86,37 +77,61 @@ static int finish(file_stream *s, bool abandon) {
     int error = 0;
     if (s->mode == WRITING) {
         send(s);
-        error = mica_atomic_commit(&s->atomic, abandon ? ECANCELED : s->error);
+        error = mica_atomic_commit(&s->atomic, abandon ? ECANCELED : s->write_error);
     } else {
-        if (s->mode == APPENDING) send(s);
-        error = s->mode == APPENDING ? s->error : 0;
-        if (close(s->fd) != 0 && error == 0 && s->mode == APPENDING) error = errno;
+        bool sends = s->mode == APPENDING || s->mode == CONNECTED;
+        if (sends) send(s);
+        error = sends ? s->write_error : 0;
+        if (close(s->fd) != 0 && error == 0 && sends) error = errno;
     }
+    return error;
+}
+
+static void forget(file_stream *s) {
+    mica_free(s->back.data);
     mica_free((char *)s->name);
     mica_free(s);
-    return error;
 }
 
 /* At an early end, nothing half-written appears: see the header. */
 static void end_early(void) {
-    while (open_streams) finish(open_streams, true);
+    while (open_streams) {
+        file_stream *s = open_streams;
+        finish(s, true);
+        forget(s);
+    }
 }
 
-static bool opened(mica_stream **f, enum mode mode, int fd, const char *name, const mica_atomic *atomic) {
+/* A stream with `extra` bytes after it (a connection's write buffer). */
+static file_stream *opened_with(mica_stream **f, enum mica_stream_mode mode, int fd, const char *name, size_t extra) {
     static bool watching;
     if (!watching) watching = atexit(end_early) == 0;
     mica_stream_drop(f); /* the stream the variable held closes first */
-    file_stream *s = mica_alloc(sizeof *s, 0);
+    file_stream *s = mica_alloc(sizeof *s + extra, 0);
     s->base.put = put_buffered;
     s->mode = mode;
     s->fd = fd;
-    if (atomic) s->atomic = *atomic;
     s->name = name;
+    s->send_all = mica_write_all;
+    s->in = s->out = s->buffer;
     s->next = open_streams;
     if (open_streams) open_streams->prev = s;
     open_streams = s;
     *f = &s->base;
+    return s;
+}
+
+static bool opened(mica_stream **f, enum mica_stream_mode mode, int fd, const char *name, const mica_atomic *atomic) {
+    file_stream *s = opened_with(f, mode, fd, name, 0);
+    if (atomic) s->atomic = *atomic;
     return true;
+}
+
+void mica_stream_of_socket(mica_stream **f, int fd, char *name, bool listening,
+                           int (*send_all)(int fd, const void *bytes, size_t size)) {
+    file_stream *s = opened_with(f, listening ? LISTENING : CONNECTED, fd, name, listening ? 0 : MICA_STREAM_BUFFER);
+    s->send_all = send_all;
+    if (!listening) s->out = (char *)(s + 1);
 }
 
 /* The reason (for LastError) that `name` could not be opened, having freed it. */
@@ -153,10 +168,27 @@ bool mica_open_append(mica_string path, mica_stream **f) {
     return opened(f, APPENDING, fd, name, NULL);
 }
 
+/* Why a read, a write or an accept failed: a socket's EAGAIN is its SetTimeout running out. */
+void mica_stream_reason(char *why, size_t size, const mica_fd_stream *s, int error) {
+    if (s->timeout > 0 && (error == EAGAIN || error == EWOULDBLOCK))
+        snprintf(why, size, "timed out after %g s", s->timeout);
+    else
+        snprintf(why, size, "%s", strerror(error));
+}
+
+/* The reason a read or a write failed, naming the file or the connection. */
+static void describe(char *reason, size_t size, const file_stream *s, bool reading, int error) {
+    bool socket = s->mode == CONNECTED;
+    char why[128];
+    mica_stream_reason(why, sizeof why, s, error);
+    const char *doing = reading ? (socket ? "read from" : "read") : (socket ? "write to" : "write");
+    snprintf(reason, size, socket ? "cannot %s %s: %s" : "cannot %s '%s': %s", doing, s->name, why);
+}
+
 /* A failed write's answer: false with the reason, or a trap when nobody reads the answer. */
-static bool write_failed(const char *name, int error, bool must, int at) {
+static bool write_failed(const file_stream *s, int error, bool must, int at) {
     char reason[1024];
-    snprintf(reason, sizeof reason, "cannot write '%s': %s", name, strerror(error));
+    describe(reason, sizeof reason, s, false, error);
     if (must) mica_trap(at, reason);
     return mica_fail("%s", reason);
 }
@@ -165,10 +197,10 @@ bool mica_stream_close(mica_stream **f, bool must, int at) {
     if (*f == NULL) mica_trap(at, "Close of a stream that is not open");
     file_stream *s = (file_stream *)*f;
     *f = NULL;
-    char name[512];
-    snprintf(name, sizeof name, "%s", s->name);
     int error = finish(s, false);
-    return error == 0 || write_failed(name, error, must, at);
+    bool kept = error == 0 || write_failed(s, error, must, at);
+    forget(s);
+    return kept;
 }
 
 void mica_stream_drop(mica_stream **f) {
@@ -177,10 +209,17 @@ void mica_stream_drop(mica_stream **f) {
 
 /* ---- writing: Write and WriteLn format (mica_print.c) and put ---- */
 
+/* A listening socket is neither read nor written: Accept gives its connections. */
+static _Noreturn void listening(file_stream *s, const char *doing, int at) {
+    mica_trapf(at, "cannot %s %s: it is listening; Accept gives its connections", doing, s->name);
+}
+
 mica_stream *mica_writable(mica_stream *f, int at) {
     if (f == NULL) mica_trap(at, "Write to a stream that is not open");
-    if (f != &mica_output && ((file_stream *)f)->mode == READING)
-        mica_trapf(at, "cannot write to '%s': it is open for reading", ((file_stream *)f)->name);
+    if (f == &mica_output) return f;
+    file_stream *s = (file_stream *)f;
+    if (s->mode == READING) mica_trapf(at, "cannot write to '%s': it is open for reading", s->name);
+    if (s->mode == LISTENING) listening(s, "write to", at);
     return f;
 }
 
@@ -191,42 +230,60 @@ bool mica_stream_flush(mica_stream *f, bool must, int at) {
         return true;
     }
     file_stream *s = (file_stream *)f;
-    if (s->mode == READING) return true;
+    if (s->mode == READING || s->mode == LISTENING) return true;
     send(s);
-    return s->error == 0 || write_failed(s->name, s->error, must, at);
+    return s->write_error == 0 || write_failed(s, s->write_error, must, at);
 }
 
 /* ---- reading ---- */
 
 static file_stream *readable(mica_stream *f, int at) {
     if (f == NULL) mica_trap(at, "read from a stream that is not open");
-    if (f == &mica_output || ((file_stream *)f)->mode != READING) {
+    if (f != &mica_output && ((file_stream *)f)->mode == LISTENING) listening((file_stream *)f, "read from", at);
+    if (f == &mica_output || (((file_stream *)f)->mode != READING && ((file_stream *)f)->mode != CONNECTED)) {
         const char *name = f == &mica_output ? "standard output" : ((file_stream *)f)->name;
         mica_trapf(at, "cannot read from '%s': it is open for writing", name);
     }
     return (file_stream *)f;
 }
 
-/* More bytes into an emptied buffer: false at the end, or on an error (kept in s->error). */
+/* More bytes into an emptied buffer: false at the end, or on an error (kept in s->read_error). */
 static bool fill(file_stream *s) {
-    s->start = s->used = 0;
+    s->start = s->filled = 0;
     for (;;) {
-        ssize_t got = read(s->fd, s->buffer, sizeof s->buffer);
+        ssize_t got = read(s->fd, s->in, MICA_STREAM_BUFFER);
         if (got < 0 && errno == EINTR) continue;
-        if (got < 0) s->error = errno;
+        if (got < 0) s->read_error = errno;
         if (got <= 0) return false;
-        s->used = (size_t)got;
+        s->filled = (size_t)got;
         return true;
     }
 }
 
-/* Bytes of a string being read, grown by doubling. */
-typedef struct {
-    char *data;
-    int64_t len, capacity;
-} growing;
+/* The next unread bytes (*ready of them, at least one), or NULL at the end or
+ * on an error: first what a failed read gave back, then the buffer, refilled
+ * when empty. take() says how many of them were used. */
+static const char *unread(file_stream *s, size_t *ready) {
+    if (s->back.data) {
+        if (s->back_start < s->back.len) {
+            *ready = (size_t)(s->back.len - s->back_start);
+            return s->back.data + s->back_start;
+        }
+        mica_free(s->back.data);
+        s->back = (mica_growing){0};
+        s->back_start = 0;
+    }
+    if (s->start == s->filled && !fill(s)) return NULL;
+    *ready = s->filled - s->start;
+    return s->in + s->start;
+}
 
-static void append(growing *g, const char *bytes, int64_t n, int at) {
+static void take(file_stream *s, size_t n) {
+    if (s->back.data) s->back_start += (int64_t)n;
+    else s->start += n;
+}
+
+static void append(mica_growing *g, const char *bytes, int64_t n, int at) {
     if (g->len + n + 1 > g->capacity) {
         int64_t more = g->capacity ? g->capacity : 64;
         while (more < g->len + n + 1) more *= 2;
@@ -238,13 +295,17 @@ static void append(growing *g, const char *bytes, int64_t n, int at) {
 }
 
 /* The answer of a read that got `g`: true with it in *into, false at the end
- * (LastError empty) or on an error (LastError names the file). */
-static bool read_answer(file_stream *s, growing *g, bool got_any, mica_string *into) {
-    if (s->error != 0) {
-        mica_free(g->data);
-        int error = s->error;
-        s->error = 0;
-        return mica_fail("cannot read '%s': %s", s->name, strerror(error));
+ * (LastError empty) or on an error (LastError names the file or connection).
+ * A failed read gives its bytes back, so a connection whose read timed out
+ * loses nothing and can be read again. */
+static bool read_answer(file_stream *s, mica_growing *g, bool got_any, mica_string *into) {
+    if (s->read_error != 0) {
+        s->back = *g; /* unread() had emptied the old one before the read that failed */
+        s->back_start = 0;
+        char reason[1024];
+        describe(reason, sizeof reason, s, true, s->read_error);
+        s->read_error = 0;
+        return mica_fail("%s", reason);
     }
     if (!got_any) return mica_fail("%s", "");
     mica_string r = {g->len, g->data ? g->data : mica_alloc(1, 0)};
@@ -256,18 +317,20 @@ static bool read_answer(file_stream *s, growing *g, bool got_any, mica_string *i
 /* The next line without its "\n" or "\r\n"; a last line without a newline is still one. */
 bool mica_read_line(mica_stream *f, mica_string *line, int at) {
     file_stream *s = readable(f, at);
-    growing g = {0};
+    mica_growing g = {0};
     bool got_any = false, ended = false;
-    while (!ended) {
-        if (s->start == s->used && !fill(s)) break;
+    size_t ready;
+    const char *from;
+    while (!ended && (from = unread(s, &ready)) != NULL) {
         got_any = true;
-        const char *from = s->buffer + s->start;
-        const char *newline = memchr(from, '\n', s->used - s->start);
-        size_t take = newline ? (size_t)(newline - from) : s->used - s->start;
-        append(&g, from, (int64_t)take, at);
-        s->start += take + (newline != NULL);
+        const char *newline = memchr(from, '\n', ready);
+        size_t part = newline ? (size_t)(newline - from) : ready;
+        append(&g, from, (int64_t)part, at);
+        if (newline) append(&g, "\n", 1, at); /* kept until the end, so a failed read gives back every byte */
+        take(s, part + (newline != NULL));
         ended = newline != NULL;
     }
+    if (ended) g.len--;
     if (ended && g.len > 0 && g.data[g.len - 1] == '\r') g.len--;
     return read_answer(s, &g, got_any, line);
 }
@@ -276,12 +339,13 @@ bool mica_read_line(mica_stream *f, mica_string *line, int at) {
 bool mica_read_bytes(mica_stream *f, int64_t n, mica_string *bytes, int at) {
     file_stream *s = readable(f, at);
     if (n < 0) mica_trapf(at, "ReadBytes of %lld bytes: a count is 0 or more", (long long)n);
-    growing g = {0};
-    while (g.len < n) {
-        if (s->start == s->used && !fill(s)) break;
-        size_t ready = s->used - s->start, take = (uint64_t)(n - g.len) < ready ? (size_t)(n - g.len) : ready;
-        append(&g, s->buffer + s->start, (int64_t)take, at);
-        s->start += take;
+    mica_growing g = {0};
+    size_t ready;
+    const char *from;
+    while (g.len < n && (from = unread(s, &ready)) != NULL) {
+        size_t part = (uint64_t)(n - g.len) < ready ? (size_t)(n - g.len) : ready;
+        append(&g, from, (int64_t)part, at);
+        take(s, part);
     }
     return read_answer(s, &g, g.len > 0 || n == 0, bytes);
 }

@@ -1,0 +1,202 @@
+/* mica_net.c: TCP over IPv4 and IPv6 (LANGUAGE.md section 11, Networking).
+ *
+ * A listening socket and a connection are streams of mica_stream.c, which
+ * buffers a connection's reads and writes as it does a file's; this file opens
+ * the sockets and does what only sockets do: Listen, Accept, Connect,
+ * LocalPort and SetTimeout. A socket's writes go through send(2) with
+ * MSG_NOSIGNAL, so a peer that has gone makes a write fail (EPIPE) instead of
+ * killing the program with SIGPIPE. A timeout is SO_RCVTIMEO and SO_SNDTIMEO:
+ * the kernel ends a read, a write or an accept that waits longer with EAGAIN,
+ * which the reason names as the timeout. Names resolve through getaddrinfo
+ * (musl's reads /etc/hosts, then asks the servers of /etc/resolv.conf).
+ * A stream holds all of a socket's state: nothing here is global.
+ */
+#include "mica_stream.h"
+
+#include <errno.h>
+#include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+static int send_all(int fd, const void *bytes, size_t size) {
+    const char *data = bytes;
+    while (size > 0) {
+        ssize_t sent = send(fd, data, size, MSG_NOSIGNAL);
+        if (sent < 0) {
+            if (errno != EINTR) return errno;
+        } else {
+            data += sent;
+            size -= (size_t)sent;
+        }
+    }
+    return 0;
+}
+
+/* host:port as reasons name an endpoint; an IPv6 address in brackets, so its colons read apart from the port. */
+static char *endpoint(const char *host, long long port) {
+    bool six = strchr(host, ':') != NULL;
+    size_t size = strlen(host) + 32;
+    char *name = mica_alloc(size, 0);
+    snprintf(name, size, six ? "[%s]:%lld" : "%s:%lld", host, port);
+    return name;
+}
+
+/* false, with "cannot <doing> <name>: <why>" for LastError; frees name. */
+static bool refused(const char *doing, char *name, const char *why) {
+    mica_fail("cannot %s %s: %s", doing, name, why);
+    mica_free(name);
+    return false;
+}
+
+/* The addresses of host:port, or NULL after refused(). A listening socket's
+ * empty host is every local address. */
+static struct addrinfo *resolve(const char *host, int64_t port, bool passive, const char *doing, char *name) {
+    if (port < 0 || port > 65535) {
+        refused(doing, name, "a port is 0 to 65535");
+        return NULL;
+    }
+    size_t n = strlen(host);
+    if (n >= 7 && strcasecmp(host + n - 7, "invalid") == 0 && (n == 7 || host[n - 8] == '.')) {
+        refused(doing, name, gai_strerror(EAI_NONAME)); /* RFC 6761: .invalid never resolves, and no server is asked */
+        return NULL;
+    }
+    char service[16];
+    snprintf(service, sizeof service, "%lld", (long long)port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0)}, *found = NULL;
+    int rc = getaddrinfo(*host ? host : NULL, service, &hints, &found);
+    if (rc != 0) {
+        refused(doing, name, rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+        return NULL;
+    }
+    return found;
+}
+
+static int64_t port_of(int fd) {
+    struct sockaddr_storage a;
+    socklen_t size = sizeof a;
+    if (getsockname(fd, (struct sockaddr *)&a, &size) != 0) return 0;
+    return ntohs(a.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&a)->sin6_port
+                                         : ((struct sockaddr_in *)&a)->sin_port);
+}
+
+bool mica_listen(mica_string host_text, int64_t port, mica_stream **server) {
+    char *host = mica_c_path(host_text), *name = endpoint(host, port);
+    struct addrinfo *found = resolve(host, port, true, "listen on", name);
+    int error = 0, fd = -1;
+    for (struct addrinfo *a = found; a && fd < 0; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) {
+            error = errno;
+            continue;
+        }
+        /* Rebinding a port whose last connections are still in TIME_WAIT is allowed; two listeners are not. */
+        int yes = 1, no = 0;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+        if (a->ai_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof no); /* '::' takes IPv4 too */
+        if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
+            error = errno;
+            close(fd);
+            fd = -1;
+        }
+    }
+    if (found) freeaddrinfo(found);
+    if (!found) {
+        mica_free(host);
+        return false;
+    }
+    if (fd < 0) {
+        mica_free(host);
+        return refused("listen on", name, strerror(error));
+    }
+    mica_free(name);
+    mica_stream_of_socket(server, fd, endpoint(host, port_of(fd)), true, send_all); /* port 0 named as given */
+    mica_free(host);
+    return true;
+}
+
+bool mica_connect(mica_string host_text, int64_t port, mica_stream **conn) {
+    char *host = mica_c_path(host_text), *name = endpoint(host, port);
+    struct addrinfo *found = resolve(host, port, false, "connect to", name);
+    mica_free(host);
+    if (!found) return false;
+    int error = 0, fd = -1;
+    for (struct addrinfo *a = found; a && fd < 0; a = a->ai_next) { /* each address in turn: 'localhost' may be ::1, then 127.0.0.1 */
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) {
+            error = errno;
+            continue;
+        }
+        if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+            error = errno;
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(found);
+    if (fd < 0) return refused("connect to", name, strerror(error));
+    mica_stream_of_socket(conn, fd, name, false, send_all);
+    return true;
+}
+
+/* f as a socket, or a trap naming the call. */
+static mica_fd_stream *socket_stream(mica_stream *f, const char *call, int at) {
+    if (f == NULL) mica_trapf(at, "%s of a stream that is not open", call);
+    mica_fd_stream *s = (mica_fd_stream *)f;
+    if (f == &mica_output || (s->mode != CONNECTED && s->mode != LISTENING)) {
+        const char *name = f == &mica_output ? "standard output" : s->name;
+        mica_trapf(at, "%s of '%s': it is a file, not a socket", call, name);
+    }
+    return s;
+}
+
+static void set_timeout(mica_fd_stream *s, double seconds) {
+    s->timeout = seconds;
+    struct timeval t = {.tv_sec = (time_t)seconds, .tv_usec = (suseconds_t)((seconds - floor(seconds)) * 1e6)};
+    if (seconds > 0 && t.tv_sec == 0 && t.tv_usec == 0) t.tv_usec = 1; /* a zero timeval would mean none */
+    setsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &t, sizeof t);
+    setsockopt(s->fd, SOL_SOCKET, SO_SNDTIMEO, &t, sizeof t);
+}
+
+void mica_set_timeout(mica_stream *f, double seconds, int at) {
+    mica_fd_stream *s = socket_stream(f, "SetTimeout", at);
+    if (!(seconds >= 0 && seconds <= 1e9)) /* past 1e9 s (31 years) a timeval is no longer the point */
+        mica_trapf(at, "SetTimeout of %g s: a timeout is 0 (none) to 1e9 seconds", seconds);
+    set_timeout(s, seconds);
+}
+
+bool mica_accept(mica_stream *server, mica_stream **conn, int at) {
+    mica_fd_stream *s = socket_stream(server, "Accept", at);
+    if (s->mode != LISTENING) mica_trapf(at, "Accept on %s: it is a connection, not a listening socket", s->name);
+    struct sockaddr_storage peer;
+    socklen_t size = sizeof peer;
+    int fd;
+    do fd = accept4(s->fd, (struct sockaddr *)&peer, &size, SOCK_CLOEXEC);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+        char why[128];
+        mica_stream_reason(why, sizeof why, s, errno);
+        return mica_fail("cannot accept on %s: %s", s->name, why);
+    }
+    char host[NI_MAXHOST], port[NI_MAXSERV];
+    if (getnameinfo((struct sockaddr *)&peer, size, host, sizeof host, port, sizeof port,
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) { /* numeric lookups fail only for a family it does not know */
+        snprintf(host, sizeof host, "%s", "unknown peer");
+        snprintf(port, sizeof port, "%s", "0");
+    }
+    double timeout = s->timeout; /* read first: a conn that held the server closes it */
+    mica_stream_of_socket(conn, fd, endpoint(host, atoll(port)), false, send_all);
+    set_timeout((mica_fd_stream *)*conn, timeout); /* a server's timeout bounds its connections too */
+    return true;
+}
+
+int64_t mica_local_port(mica_stream *f, int at) {
+    return port_of(socket_stream(f, "LocalPort", at)->fd);
+}
