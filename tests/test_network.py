@@ -1,0 +1,326 @@
+"""Networking (LANGUAGE.md section 11): Mica programs serving and calling Python
+peers over 127.0.0.1 and ::1, with their exact output and the exact reasons
+LastError gives. Every socket and subprocess here has a timeout, and every loop a
+bound, so a broken build fails a test instead of hanging it."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import threading
+
+import pytest
+
+from helpers import build_text, run
+
+pytestmark = pytest.mark.network
+
+WAIT = 20  # seconds any one peer or program may take before the test fails
+
+
+def mica(body: str, decls: str = "") -> str:
+    return f"program N;\n{decls}\nbegin\n{body}\nend.\n"
+
+
+def has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+def host_param(host: str):
+    marks = [pytest.mark.skipif(not has_ipv6_loopback(), reason="this machine has no IPv6 loopback")] \
+        if host == "::1" else []
+    return pytest.param(host, marks=marks)
+
+
+class Server:
+    """A Python peer on port 0 of `host` that runs `serve(conn)` for one connection
+    in a thread; what it raises is raised again by result()."""
+
+    def __init__(self, host: str, serve):
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.listener = socket.socket(family)
+        self.listener.bind((host, 0))
+        self.listener.listen(1)
+        self.listener.settimeout(WAIT)
+        self.port = self.listener.getsockname()[1]
+        self.outcome = {}
+        self.thread = threading.Thread(target=self._run, args=(serve,), daemon=True)
+        self.thread.start()
+
+    def _run(self, serve):
+        try:
+            conn, _ = self.listener.accept()
+            conn.settimeout(WAIT)
+            with conn:
+                self.outcome["value"] = serve(conn)
+        except BaseException as e:  # handed to the test's thread by result()
+            self.outcome["error"] = e
+        finally:
+            self.listener.close()
+
+    def result(self):
+        self.thread.join(WAIT)
+        assert not self.thread.is_alive(), "the Python peer did not finish"
+        if "error" in self.outcome:
+            raise self.outcome["error"]
+        return self.outcome.get("value")
+
+
+def read_line(f) -> bytes:
+    line = f.readline()
+    assert line.endswith(b"\n"), line
+    return line
+
+
+ECHO = mica("""
+    if not Listen('127.0.0.1', 0, address server) then begin
+        WriteLn(LastError);
+        Halt(1);
+    end;
+    WriteLn(ErrOutput, LocalPort(server));
+    SetTimeout(server, 20.0);
+    if not Accept(server, address conn) then begin
+        WriteLn(LastError);
+        Halt(1);
+    end;
+    while ReadLine(conn, address line) do begin
+        n := n + 1;
+        WriteLn(conn, n:3, ' ', UpperCase(line), ' ', Length(line));
+        if not Flush(conn) then WriteLn(LastError);
+    end;
+    WriteLn('served ', n, ' lines; the end says "', LastError, '"');
+    if Close(conn) then WriteLn('closed');""", "var server, conn : stream; line : string; n : integer;")
+
+
+def test_a_mica_server_echoes_lines_to_a_python_client(tmp_path):
+    program = subprocess.Popen([str(build_text(tmp_path, ECHO))], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        port = int(program.stderr.readline())
+        long_line = "x" * 200_000  # past the 64 KiB buffers both ways
+        with socket.create_connection(("127.0.0.1", port), timeout=WAIT) as client:
+            f = client.makefile("rwb")
+            replies = []
+            for sent in ["hello", "wörld", "", "tab\there\r", long_line]:
+                f.write(sent.encode() + b"\n")
+                f.flush()
+                replies.append(read_line(f).decode())
+            client.shutdown(socket.SHUT_WR)  # half-closed: the server reads its end
+            assert f.read() == b""
+        out, err = program.communicate(timeout=WAIT)
+    finally:
+        program.kill()
+    assert replies == ["  1 HELLO 5\n", "  2 WöRLD 6\n", "  3  0\n", "  4 TAB\tHERE 8\n",
+                       f"  5 {long_line.upper()} 200000\n"]
+    assert out == b'served 5 lines; the end says ""\nclosed\n'
+    assert program.returncode == 0, err
+
+
+CLIENT = mica("""
+    if not Connect(ParamStr(1), StrToInt(ParamStr(2)), address conn) then begin
+        WriteLn(LastError);
+        Halt(1);
+    end;
+    SetTimeout(conn, 20);
+    for i := 1 to 3 do begin
+        WriteLn(conn, 'ping ', i, ' ', v:0:2, ' ', 0.1, ' ', i > 1);
+        if not Flush(conn) then WriteLn(LastError);
+        if ReadLine(conn, address line) then WriteLn('[', line, ']');
+    end;
+    if ReadBytes(conn, 5, address line) then WriteLn('bytes [', line, ']');
+    while ReadLine(conn, address line) do WriteLn('rest [', line, ']');
+    WriteLn('end "', LastError, '"');""",
+              "var conn : stream; line : string; i : integer; v : vector[2] of float64 = [1.5, -2.0];")
+
+
+@pytest.mark.parametrize("host", [host_param("127.0.0.1"), host_param("::1"), host_param("localhost")])
+def test_a_mica_client_talks_to_a_python_server(tmp_path, host):
+    def serve(conn):
+        f = conn.makefile("rwb")
+        got = []
+        for i in range(1, 4):
+            got.append(read_line(f).decode())
+            f.write(f"pong {i}\n".encode())
+            f.flush()
+        f.write(b"12345678")
+        f.flush()
+        return got
+
+    binary = build_text(tmp_path, CLIENT)
+    server = Server("::1" if host == "::1" else "127.0.0.1", serve)
+    result = run(binary, args=[host, str(server.port)], timeout=WAIT)
+    assert server.result() == [f"ping {i} 1.50 -2.00 0.1 {'true' if i > 1 else 'false'}\n" for i in (1, 2, 3)]
+    assert result.stdout == '[pong 1]\n[pong 2]\n[pong 3]\nbytes [12345]\nrest [678]\nend ""\n'
+    assert result.returncode == 0, result.stderr
+
+
+def closed_port() -> int:
+    """A port nothing listens on: bound by the test, then closed."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_each_failure_answers_false_with_a_reason_naming_host_and_port(tmp_path):
+    refused = closed_port()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        busy = taken.getsockname()[1]
+        text = mica("""
+    if not Connect('127.0.0.1', StrToInt(ParamStr(1)), address c) then WriteLn(LastError);
+    if not Connect('no-such-host.invalid', 80, address c) then WriteLn(LastError);
+    if not Connect('::1', 70000, address c) then WriteLn(LastError);
+    if not Listen('127.0.0.1', StrToInt(ParamStr(2)), address s) then WriteLn(LastError);
+    if not Listen('127.0.0.1', -1, address s) then WriteLn(LastError);
+    if Listen('127.0.0.1', 0, address s) then begin
+        SetTimeout(s, 0.2);
+        t := Clock;
+        if not Accept(s, address c) then WriteLn(Replace(LastError, IntToStr(LocalPort(s)), 'PORT'));
+        WriteLn(Clock - t >= 0.15, ' ', Clock - t < 5.0);
+    end;""", "var s, c : stream; t : float64;")
+        result = run(build_text(tmp_path, text), args=[str(refused), str(busy)], timeout=WAIT)
+    assert result.stdout == (f"cannot connect to 127.0.0.1:{refused}: Connection refused\n"
+                             "cannot connect to no-such-host.invalid:80: Name does not resolve\n"
+                             "cannot connect to [::1]:70000: a port is 0 to 65535\n"
+                             f"cannot listen on 127.0.0.1:{busy}: Address in use\n"
+                             "cannot listen on 127.0.0.1:-1: a port is 0 to 65535\n"
+                             "cannot accept on 127.0.0.1:PORT: timed out after 0.2 s\n"
+                             "true true\n")
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_timed_out_read_names_the_timeout_and_loses_nothing(tmp_path):
+    """The peer sends half a line and waits: ReadLine times out, then, once the
+    rest comes, answers the whole line."""
+
+    def serve(conn):
+        f = conn.makefile("rwb")
+        f.write(b"hel")
+        f.flush()
+        asked = read_line(f)  # the program says it timed out
+        f.write(b"lo\nwor")
+        f.flush()
+        return asked
+
+    text = mica("""
+    if not Connect('127.0.0.1', StrToInt(ParamStr(1)), address conn) then Halt(1);
+    SetTimeout(conn, 0.2);
+    t := Clock;
+    if not ReadLine(conn, address line) then
+        WriteLn(Replace(LastError, ParamStr(1), 'PORT'), ' ', Clock - t >= 0.15);
+    WriteLn(conn, 'timed out');
+    Flush(conn);
+    SetTimeout(conn, 0);
+    if ReadLine(conn, address line) then WriteLn('[', line, ']');
+    if ReadLine(conn, address line) then WriteLn('[', line, ']');
+    if not ReadLine(conn, address line) then WriteLn('end "', LastError, '"');""",
+                "var conn : stream; line : string; t : float64;")
+    binary = build_text(tmp_path, text)
+    server = Server("127.0.0.1", serve)
+    result = run(binary, args=[str(server.port)], timeout=WAIT)
+    assert server.result() == b"timed out\n"
+    assert result.stdout == ("cannot read from 127.0.0.1:PORT: timed out after 0.2 s true\n"
+                             "[hello]\n[wor]\nend \"\"\n")
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_peer_that_resets_mid_write_is_reported_not_fatal(tmp_path):
+    """20 MB is more than the loopback buffers hold, so the program is still
+    writing when the peer resets the connection; no SIGPIPE ends it."""
+
+    def serve(conn):
+        got = conn.recv(1000)
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")  # close with RST
+        return len(got) > 0
+
+    text = mica("""
+    if not Connect('127.0.0.1', StrToInt(ParamStr(1)), address conn) then Halt(1);
+    SetTimeout(conn, 20);
+    for i := 1 to 200000 do
+        WriteLn(conn, i:10, ' ....................................................................................');
+    if not Flush(conn) then WriteLn(Replace(LastError, ParamStr(1), 'PORT'));
+    if not Close(conn) then WriteLn(Replace(LastError, ParamStr(1), 'PORT'));
+    WriteLn('still here');""", "var conn : stream; i : integer;")
+    binary = build_text(tmp_path, text)
+    server = Server("127.0.0.1", serve)
+    result = run(binary, args=[str(server.port)], timeout=WAIT)
+    assert server.result() is True
+    assert result.stdout == ("cannot write to 127.0.0.1:PORT: Connection reset by peer\n"
+                             "cannot write to 127.0.0.1:PORT: Connection reset by peer\n"
+                             "still here\n")
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_connection_left_open_is_flushed_and_closed_when_its_routine_returns(tmp_path):
+    def serve(conn):
+        f = conn.makefile("rb")
+        return f.read()  # up to the end: the routine's return closed the connection
+
+    text = mica("""
+    Greet(StrToInt(ParamStr(1)));
+    WriteLn('returned');""", """
+procedure Greet(port : integer);
+var conn : stream;
+begin
+    if Connect('127.0.0.1', port, address conn) then WriteLn(conn, 'hello from ', port);
+end;""")
+    binary = build_text(tmp_path, text)
+    server = Server("127.0.0.1", serve)
+    result = run(binary, args=[str(server.port)], timeout=WAIT)
+    assert server.result() == f"hello from {server.port}\n".encode()
+    assert result.stdout == "returned\n"
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("body, message", [
+    ("if Listen('127.0.0.1', 0, address s) then if ReadLine(s, address line) then WriteLn(line);",
+     "cannot read from 127.0.0.1:PORT: it is listening; Accept gives its connections"),
+    ("if Listen('127.0.0.1', 0, address s) then WriteLn(s, 'x');",
+     "cannot write to 127.0.0.1:PORT: it is listening; Accept gives its connections"),
+    ("if Listen('127.0.0.1', 0, address s) then if Connect('127.0.0.1', LocalPort(s), address c) then "
+     "if Accept(c, address s) then WriteLn('?');",
+     "Accept on 127.0.0.1:PORT: it is a connection, not a listening socket"),
+    ("if Listen('127.0.0.1', 0, address s) then SetTimeout(s, -0.5);",
+     "SetTimeout of -0.5 s: a timeout is 0 (none) to 1e9 seconds"),
+    ("if OpenRead('{tmp}/f.txt', address s) then WriteLn(LocalPort(s));",
+     "LocalPort of '{tmp}/f.txt': it is a file, not a socket"),
+    ("SetTimeout(c, 1);", "SetTimeout of a stream that is not open"),
+])
+def test_misusing_a_socket_traps_naming_the_line(tmp_path, body, message):
+    (tmp_path / "f.txt").write_text("x\n")
+    text = mica("    " + body.replace("{tmp}", str(tmp_path)), "var s, c : stream; line : string;")
+    result = run(build_text(tmp_path, text), timeout=WAIT)
+    assert result.returncode == 1
+    assert re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", result.stderr) == \
+        f"prog.mica:4: {message.replace('{tmp}', str(tmp_path))}\n"
+
+
+def test_a_loopback_exchange_runs_on_aarch64(tmp_path, aarch64):
+    def serve(conn):
+        f = conn.makefile("rwb")
+        line = read_line(f)
+        f.write(b"pong " + line)
+        f.flush()
+        return line
+
+    text = mica("""
+    if not Connect('127.0.0.1', StrToInt(ParamStr(1)), address conn) then begin
+        WriteLn(LastError);
+        Halt(1);
+    end;
+    SetTimeout(conn, 20.0);
+    WriteLn(conn, 'from arm64 ', 6 * 7);
+    if Flush(conn) and ReadLine(conn, address line) then WriteLn('[', line, ']');""",
+                "var conn : stream; line : string;")
+    binary = build_text(tmp_path, text, target="aarch64-linux")
+    server = Server("127.0.0.1", serve)
+    result = run(binary, target="aarch64-linux", args=[str(server.port)], timeout=60)
+    assert server.result() == b"from arm64 42\n"
+    assert result.stdout == "[pong from arm64 42]\n"
+    assert result.returncode == 0, result.stderr
