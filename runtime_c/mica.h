@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h> /* ssize_t, of mica_put_all's put */
 
 #ifndef MICA_CHECKS
 #define MICA_CHECKS 1
@@ -176,6 +177,8 @@ int mica_write_atomically(const char *name, const void *data, size_t size); /* 0
 bool mica_file_exists(mica_string path);
 char *mica_c_path(mica_string path); /* NUL-terminated, for mica_free */
 int mica_write_all(int fd, const void *data, size_t size); /* 0 or errno */
+int mica_put_all(ssize_t (*put)(int fd, const void *bytes, size_t size), int fd, const void *bytes,
+                 size_t size); /* mica_write_all through another call than write(2) */
 
 /* A file written atomically (mica_file.c): the bytes go to a temporary beside
  * the target (mica_write_all to its fd), renamed into place by the commit.

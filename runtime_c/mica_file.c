@@ -53,11 +53,12 @@ bool mica_file_exists(mica_string path) {
     return exists;
 }
 
-/* All of data to fd; 0 on success, else errno. */
-int mica_write_all(int fd, const void *bytes, size_t size) {
+/* All of data to fd through `put` (write(2), or a socket's send(2)), again
+ * after a signal interrupts it; 0 on success, else errno. */
+int mica_put_all(ssize_t (*put)(int fd, const void *bytes, size_t size), int fd, const void *bytes, size_t size) {
     const char *data = bytes;
     while (size > 0) {
-        ssize_t wrote = write(fd, data, size);
+        ssize_t wrote = put(fd, data, size);
         if (wrote < 0) {
             if (errno != EINTR) return errno;
         } else {
@@ -66,6 +67,10 @@ int mica_write_all(int fd, const void *bytes, size_t size) {
         }
     }
     return 0;
+}
+
+int mica_write_all(int fd, const void *bytes, size_t size) {
+    return mica_put_all(write, fd, bytes, size);
 }
 
 /* The file a path names once its symlinks are followed (which need not exist yet). */

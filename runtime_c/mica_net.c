@@ -25,18 +25,12 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+static ssize_t send_quietly(int fd, const void *bytes, size_t size) {
+    return send(fd, bytes, size, MSG_NOSIGNAL);
+}
+
 static int send_all(int fd, const void *bytes, size_t size) {
-    const char *data = bytes;
-    while (size > 0) {
-        ssize_t sent = send(fd, data, size, MSG_NOSIGNAL);
-        if (sent < 0) {
-            if (errno != EINTR) return errno;
-        } else {
-            data += sent;
-            size -= (size_t)sent;
-        }
-    }
-    return 0;
+    return mica_put_all(send_quietly, fd, bytes, size);
 }
 
 /* host:port as reasons name an endpoint; an IPv6 address in brackets, so its colons read apart from the port. */
