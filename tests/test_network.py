@@ -324,3 +324,57 @@ def test_a_loopback_exchange_runs_on_aarch64(tmp_path, aarch64):
     assert server.result() == b"from arm64 42\n"
     assert result.stdout == "[pong from arm64 42]\n"
     assert result.returncode == 0, result.stderr
+
+
+def test_a_write_to_a_peer_that_does_not_read_times_out(tmp_path):
+    done = threading.Event()
+
+    def serve(conn):
+        return done.wait(WAIT)  # holds the connection open, reading nothing, until the program has ended
+
+    text = mica("""
+    if not Connect('127.0.0.1', StrToInt(ParamStr(1)), address conn) then Halt(1);
+    SetTimeout(conn, 0.2);
+    for i := 1 to 200000 do
+        WriteLn(conn, i:10, ' ....................................................................................');
+    if not Flush(conn) then WriteLn(Replace(LastError, ParamStr(1), 'PORT'));
+    if not Close(conn) then WriteLn(Replace(LastError, ParamStr(1), 'PORT'));""", "var conn : stream; i : integer;")
+    binary = build_text(tmp_path, text)
+    server = Server("127.0.0.1", serve)
+    try:
+        result = run(binary, args=[str(server.port)], timeout=WAIT)
+    finally:
+        done.set()
+    assert server.result() is True
+    assert result.stdout == "cannot write to 127.0.0.1:PORT: timed out after 0.2 s\n" * 2
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("listen_on, caller", [
+    ("::", ("127.0.0.1", socket.AF_INET)), ("::", ("::1", socket.AF_INET6)), ("::1", ("::1", socket.AF_INET6))])
+def test_a_server_on_ipv6_answers_its_callers(tmp_path, listen_on, caller):
+    if not has_ipv6_loopback():
+        pytest.skip("this machine has no IPv6 loopback")
+    text = mica(f"""
+    if not Listen('{listen_on}', 0, address server) then begin
+        WriteLn(LastError);
+        Halt(1);
+    end;
+    WriteLn(ErrOutput, LocalPort(server));
+    SetTimeout(server, 20.0);
+    if Accept(server, address conn) and ReadLine(conn, address line) then
+        WriteLn(conn, 'got ', line, ' on port ', LocalPort(conn) = LocalPort(server));""",
+                "var server, conn : stream; line : string;")
+    program = subprocess.Popen([str(build_text(tmp_path, text))], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        port = int(program.stderr.readline())
+        with socket.socket(caller[1]) as client:
+            client.settimeout(WAIT)
+            client.connect((caller[0], port))
+            client.sendall(b"hi\n")
+            reply = read_line(client.makefile("rb"))
+        out, err = program.communicate(timeout=WAIT)
+    finally:
+        program.kill()
+    assert reply == b"got hi on port true\n"
+    assert program.returncode == 0, err
