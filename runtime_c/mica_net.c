@@ -94,7 +94,8 @@ bool mica_listen(mica_string host_text, int64_t port, mica_stream **server) {
         /* Rebinding a port whose last connections are still in TIME_WAIT is allowed; two listeners are not. */
         int yes = 1, no = 0;
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-        if (a->ai_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof no); /* '::' takes IPv4 too */
+        if (a->ai_family == AF_INET6) /* '::' takes IPv4 callers too */
+            setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof no);
         if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
             error = errno;
             close(fd);
@@ -122,7 +123,8 @@ bool mica_connect(mica_string host_text, int64_t port, mica_stream **conn) {
     mica_free(host);
     if (!found) return false;
     int error = 0, fd = -1;
-    for (struct addrinfo *a = found; a && fd < 0; a = a->ai_next) { /* each address in turn: 'localhost' may be ::1, then 127.0.0.1 */
+    /* Each address in turn: 'localhost' may be ::1, then 127.0.0.1. */
+    for (struct addrinfo *a = found; a && fd < 0; a = a->ai_next) {
         fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
         if (fd < 0) {
             error = errno;
@@ -181,7 +183,7 @@ bool mica_accept(mica_stream *server, mica_stream **conn, int at) {
     }
     char host[NI_MAXHOST], port[NI_MAXSERV];
     if (getnameinfo((struct sockaddr *)&peer, size, host, sizeof host, port, sizeof port,
-                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) { /* numeric lookups fail only for a family it does not know */
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) { /* numeric, it fails only for an unknown family */
         snprintf(host, sizeof host, "%s", "unknown peer");
         snprintf(port, sizeof port, "%s", "0");
     }

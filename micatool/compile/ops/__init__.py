@@ -92,5 +92,5 @@ from . import (  # noqa: E402
 )
 
 __all__ = ["OPS", "TAPE", "Op", "TapeRecord", "define", "record_on_tape", "checkpoints", "elementwise", "extents",
-           "images", "library", "linalg", "network", "numbers", "operators", "optimizers", "output", "products", "quantized",
-           "randomness", "reductions", "rows", "streams", "strings", "tape", "transfers"]
+           "images", "library", "linalg", "network", "numbers", "operators", "optimizers", "output", "products",
+           "quantized", "randomness", "reductions", "rows", "streams", "strings", "tape", "transfers"]
