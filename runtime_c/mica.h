@@ -164,6 +164,40 @@ void mica_write_file(mica_string path, mica_string text, int line);
 int mica_write_atomically(const char *name, const void *data, size_t size); /* 0 or errno */
 bool mica_file_exists(mica_string path);
 
+/* ------------------------------------------------------------ regular expressions */
+
+/* A compiled regex (mica_regex.c): immutable, so copies share one program
+ * through an atomic reference count; the zero value is a regex not yet
+ * compiled, which the matching calls refuse with a trap at their line.
+ * Compile answers false for a malformed pattern, leaving the reason (with
+ * its 1-based byte position) for LastError and *re as it was. A pattern
+ * compiles to at most MICA_REGEX_MAX_INSTRUCTIONS instructions and holds at
+ * most MICA_REGEX_MAX_GROUPS groups, so a match needs bounded memory. */
+#define MICA_REGEX_MAX_INSTRUCTIONS 10000
+#define MICA_REGEX_MAX_GROUPS 100
+typedef struct {
+    struct mica_regex_program *program;
+} mica_regex;
+
+bool mica_regex_compile(mica_string pattern, mica_regex *re);
+mica_regex mica_regex_copy(mica_regex re);
+void mica_regex_drop(mica_regex *re);
+void mica_regex_assign(mica_regex *dst, mica_regex src); /* shares src */
+void mica_regex_move(mica_regex *dst, mica_regex src);   /* takes src */
+bool mica_regex_is_match(mica_regex re, mica_string s, int line);
+/* Find and FindAll replace the strings of a dynamic array (its length and
+ * elements, as `array of string` lays them out) with the answer. */
+bool mica_regex_find(mica_regex re, mica_string s, int64_t *count, mica_string **groups, int line);
+void mica_regex_find_all(mica_regex re, mica_string s, int64_t *count, mica_string **matches, int line);
+mica_string mica_regex_replace_all(mica_regex re, mica_string s, mica_string template, int line);
+/* The engine itself, for tests/c/regex_check.c: the groups of a compiled
+ * regex, and one leftmost-first search from `from` (found: 2 * (groups + 1)
+ * byte offsets, -1 for a group that did not take part; an empty match at
+ * no_empty_at is passed over). */
+int32_t mica_regex_groups(mica_regex re);
+bool mica_regex_search(mica_regex re, const char *text, int64_t len, int64_t from, int64_t no_empty_at,
+                       int64_t *found);
+
 /* ------------------------------------------------------------ output */
 
 /* Widths right-align in that many columns (0: none); decimals < 0: shortest

@@ -1,0 +1,176 @@
+/* regex_check.c: the regex engine's test harness (tests/test_regex.py and
+ * bench/regex.py build it with runtime_c/mica_regex.c and run it once over
+ * many cases).
+ *
+ * Reads lines from stdin, each a command and tab-separated fields:
+ *   S <pattern> <text>             the leftmost-first search from 0
+ *   A <pattern> <text>             every match, as FindAll finds them
+ *   R <pattern> <text> <template>  ReplaceAll
+ *   T <pattern> <text> <repeats>   times <repeats> searches (bench/regex.py)
+ * Fields may hold \t, \n and \\ escapes. Answers one line per command:
+ *   error <reason>                 the pattern does not compile
+ *   none                           no match
+ *   match <start> <end> ...        byte offsets of the match and of each group (-1 -1: did not take part)
+ *   all <start> <end> ...          the spans of every match
+ *   text <replaced>                with the same escapes
+ *   seconds <best>                 the best of the repeats
+ */
+#include "../../runtime_c/mica.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* The few runtime functions the engine calls, without the rest of the runtime. */
+void *mica_alloc(size_t bytes, int line) {
+    void *p = calloc(1, bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "out of memory at %d\n", line);
+        exit(2);
+    }
+    return p;
+}
+
+void *mica_alloc_elements(int64_t count, size_t size, int line) {
+    return mica_alloc((size_t)count * size, line);
+}
+
+void *mica_resize(void *data, int64_t old_count, int64_t new_count, size_t size, int line) {
+    void *fresh = mica_alloc_elements(new_count, size, line);
+    int64_t keep = old_count < new_count ? old_count : new_count;
+    if (data && keep > 0) memcpy(fresh, data, (size_t)keep * size);
+    free(data);
+    return fresh;
+}
+
+void mica_free(void *p) {
+    free(p);
+}
+
+static char reason[1024];
+
+bool mica_fail(const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    vsnprintf(reason, sizeof reason, format, args);
+    va_end(args);
+    return false;
+}
+
+_Noreturn void mica_trap(int line, const char *what) {
+    fprintf(stderr, "trap at %d: %s\n", line, what);
+    exit(3);
+}
+
+mica_string mica_str_lit(const char *bytes, int64_t len) {
+    mica_string s = {len, mica_alloc((size_t)len + 1, 0)};
+    if (len) memcpy(s.data, bytes, (size_t)len);
+    return s;
+}
+
+void mica_str_drop(mica_string *s) {
+    free(s->data);
+    s->data = NULL;
+    s->len = 0;
+}
+
+/* Undoes the escapes of one field in place; answers its length. */
+static int64_t unescape(char *field) {
+    char *out = field;
+    for (char *in = field; *in; in++) {
+        if (*in == '\\' && in[1]) {
+            in++;
+            *out++ = *in == 't' ? '\t' : *in == 'n' ? '\n' : *in;
+        } else {
+            *out++ = *in;
+        }
+    }
+    return out - field;
+}
+
+static void print_escaped(const char *bytes, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        char c = bytes[i];
+        if (c == '\t') fputs("\\t", stdout);
+        else if (c == '\n') fputs("\\n", stdout);
+        else if (c == '\\') fputs("\\\\", stdout);
+        else putchar(c);
+    }
+}
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void answer(char command, mica_regex re, mica_string text, mica_string extra) {
+    int32_t slots = 2 * (mica_regex_groups(re) + 1);
+    int64_t *found = mica_alloc_elements(slots, sizeof(int64_t), 0);
+    if (command == 'S') {
+        if (!mica_regex_search(re, text.data, text.len, 0, -1, found)) {
+            puts("none");
+        } else {
+            fputs("match", stdout);
+            for (int32_t i = 0; i < slots; i++) printf(" %lld", (long long)found[i]);
+            putchar('\n');
+        }
+    } else if (command == 'A') {
+        fputs("all", stdout);
+        int64_t from = 0, no_empty_at = -1;
+        while (from <= text.len && mica_regex_search(re, text.data, text.len, from, no_empty_at, found)) {
+            printf(" %lld %lld", (long long)found[0], (long long)found[1]);
+            from = found[1];
+            no_empty_at = found[0] == found[1] ? found[1] : -1;
+        }
+        putchar('\n');
+    } else if (command == 'R') {
+        mica_string out = mica_regex_replace_all(re, text, extra, 0);
+        fputs("text ", stdout);
+        print_escaped(out.data, out.len);
+        putchar('\n');
+        mica_str_drop(&out);
+    } else if (command == 'T') {
+        long repeats = strtol(extra.data, NULL, 10);
+        double best = 1e30;
+        for (long r = 0; r < repeats; r++) {
+            double start = now();
+            mica_regex_search(re, text.data, text.len, 0, -1, found);
+            double took = now() - start;
+            if (took < best) best = took;
+        }
+        printf("seconds %.9f\n", best);
+    }
+    free(found);
+}
+
+int main(void) {
+    size_t room = 0;
+    char *line = NULL;
+    ssize_t n;
+    while ((n = getline(&line, &room, stdin)) > 0) {
+        if (line[n - 1] == '\n') line[--n] = 0;
+        char *fields[4] = {line, "", "", ""};
+        for (int f = 1; f < 4; f++) {
+            char *tab = strchr(fields[f - 1], '\t');
+            if (!tab) break;
+            *tab = 0;
+            fields[f] = tab + 1;
+        }
+        mica_string pattern = {unescape(fields[1]), fields[1]};
+        mica_string text = {unescape(fields[2]), fields[2]};
+        mica_string extra = {unescape(fields[3]), fields[3]};
+        mica_regex re = {0};
+        if (!mica_regex_compile(pattern, &re)) {
+            printf("error %s\n", reason);
+        } else {
+            answer(fields[0][0], re, text, extra);
+            mica_regex_drop(&re);
+        }
+        fflush(stdout);
+    }
+    free(line);
+    return 0;
+}
