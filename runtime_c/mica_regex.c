@@ -838,17 +838,21 @@ static mica_string span_text(const char *text, int64_t start, int64_t end) {
     return start < 0 ? mica_str_lit("", 0) : mica_str_lit(text + start, end - start);
 }
 
+/* The answer is made before the old strings go: s may be one of them. */
 bool mica_regex_find(mica_regex re, mica_string s, int64_t *count, mica_string **groups, int line) {
     const struct mica_regex_program *p = compiled(re, line);
-    drop_strings(count, groups);
     int64_t *found = mica_alloc_elements(2 * (p->groups + 1), sizeof(int64_t), 0);
     bool matched = mica_regex_search(re, s.data, s.len, 0, -1, found);
+    int64_t n = matched ? p->groups + 1 : 0;
+    mica_string *answer = NULL;
     if (matched) {
-        *groups = mica_alloc_elements(p->groups + 1, sizeof(mica_string), 0);
-        for (int32_t g = 0; g <= p->groups; g++) (*groups)[g] = span_text(s.data, found[2 * g], found[2 * g + 1]);
-        *count = p->groups + 1;
+        answer = mica_alloc_elements(n, sizeof(mica_string), 0);
+        for (int32_t g = 0; g <= p->groups; g++) answer[g] = span_text(s.data, found[2 * g], found[2 * g + 1]);
     }
     mica_free(found);
+    drop_strings(count, groups);
+    *groups = answer;
+    *count = n;
     return matched;
 }
 
@@ -888,9 +892,9 @@ static void collect(void *context, const int64_t *found) {
 
 void mica_regex_find_all(mica_regex re, mica_string s, int64_t *count, mica_string **matches, int line) {
     const struct mica_regex_program *p = compiled(re, line);
-    drop_strings(count, matches);
     match_list l = {.s = s};
     each_match(p, s, collect, &l);
+    drop_strings(count, matches);
     *matches = l.items;
     *count = l.count;
 }

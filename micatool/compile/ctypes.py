@@ -25,6 +25,7 @@ from .types import (
     STRING,
     UINT8,
     Array,
+    Opaque,
     Record,
     Scalar,
     Tensor,
@@ -85,6 +86,8 @@ class CTypes:
     def name(self, t: Type) -> str:
         if isinstance(t, Scalar):
             return SCALAR_C[t]
+        if isinstance(t, Opaque):
+            return f"mica_{t.name}"
         if isinstance(t, Record):
             key = id(t)
             if key not in self.record_names:
@@ -165,6 +168,8 @@ static {name} {name}__copy({name} a) {{
         """The C function doing op (drop, copy, assign, move) for values of type t."""
         if t == STRING:
             return f"mica_str_{op}"
+        if isinstance(t, Opaque):
+            return f"mica_{t.name}_{op}"
         if isinstance(t, Tensor) and t.on_gpu:
             return f"mica_dev_{op}"
         if isinstance(t, Tracked) and not isinstance(t.inner, Tensor | Scalar):

@@ -56,6 +56,22 @@ SCALARS = {t.name: t for t in (INTEGER, INT32, INT8, UINT8, FLOAT32, FLOAT64, BO
 SCALARS["int64"] = INTEGER
 
 
+@dataclass(frozen=True)
+class Opaque(Type):
+    """A value the runtime keeps behind a handle it shares (a compiled regex):
+    no arithmetic, no printing; its C type and its drop, copy, assign and move
+    are the runtime's mica_<name>..."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+REGEX = Opaque("regex")
+OPAQUES = {t.name: t for t in (REGEX,)}
+
+
 def format_dim(dim: Dim) -> str:
     return str(dim)
 
@@ -189,6 +205,8 @@ def storage_bytes(t: Type) -> int:
         return 16 if t.is_dynamic else t.length * storage_bytes(t.element)
     if isinstance(t, Record):
         return sum(storage_bytes(f) for _, f in t.fields)
+    if isinstance(t, Opaque):
+        return 8
     return 0
 
 
@@ -231,8 +249,8 @@ def holds_dynamic(t: Type) -> bool:
 
 
 def needs_drop(t: Type) -> bool:
-    """Does a value of this type own heap storage (strings, dynamic arrays and tensors)?"""
-    if t == STRING:
+    """Does a value of this type own heap storage (strings, dynamic arrays and tensors, handles)?"""
+    if t == STRING or isinstance(t, Opaque):
         return True
     if isinstance(t, Tensor):
         return t.is_dynamic or t.on_gpu  # heap storage, or device storage

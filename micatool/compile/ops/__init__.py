@@ -83,6 +83,7 @@ from . import (  # noqa: E402
     quantized,
     randomness,
     reductions,
+    regexes,
     rows,
     tape,
     transfers,
@@ -90,4 +91,4 @@ from . import (  # noqa: E402
 
 __all__ = ["OPS", "TAPE", "Op", "TapeRecord", "define", "record_on_tape", "checkpoints", "elementwise", "extents",
            "images", "library", "linalg", "numbers", "operators", "optimizers", "output", "products", "quantized",
-           "randomness", "reductions", "rows", "tape", "transfers"]
+           "randomness", "reductions", "regexes", "rows", "tape", "transfers"]
