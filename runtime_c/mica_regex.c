@@ -52,6 +52,7 @@ typedef struct {
 
 #define MAX_DEPTH 1000
 #define MAX_COUNT 1000
+#define QUOTED 60 /* bytes of the pattern a reason quotes */
 
 static void fail(parser *ps, int64_t at, const char *format, ...) {
     if (ps->failed) return;
@@ -598,10 +599,13 @@ static struct mica_regex_program *compile_pattern(const uint8_t *pattern, int64_
     int32_t root = parse_alternation(&ps);
     if (!ps.failed && ps.at < ps.len) fail(&ps, ps.at, "unmatched ')'");
     struct mica_regex_program *p = NULL;
+    /* the reason quotes a long pattern by its start: the position says where */
+    int shown = len > QUOTED ? QUOTED : (int)len;
+    const char *more = len > QUOTED ? "..." : "";
     if (!ps.failed && ps.groups > MICA_REGEX_MAX_GROUPS) {
-        mica_fail("pattern '%.*s': more than %d groups", (int)len, pattern, MICA_REGEX_MAX_GROUPS);
+        mica_fail("pattern '%.*s%s': more than %d groups", shown, pattern, more, MICA_REGEX_MAX_GROUPS);
     } else if (ps.failed) {
-        mica_fail("pattern '%.*s': %s", (int)len, pattern, ps.error);
+        mica_fail("pattern '%.*s%s': %s", shown, pattern, more, ps.error);
     } else {
         emitter e = {.ps = &ps, .code = mica_alloc_elements(MICA_REGEX_MAX_INSTRUCTIONS, sizeof(instruction), 0)};
         put(&e, I_SAVE, 0, 0, 0);
@@ -609,7 +613,7 @@ static struct mica_regex_program *compile_pattern(const uint8_t *pattern, int64_
         put(&e, I_SAVE, 0, 1, 0);
         put(&e, I_MATCH, 0, 0, 0);
         if (e.too_large) {
-            mica_fail("pattern '%.*s': too large: more than %d instructions", (int)len, pattern,
+            mica_fail("pattern '%.*s%s': too large: more than %d instructions", shown, pattern, more,
                       MICA_REGEX_MAX_INSTRUCTIONS);
             mica_free(e.code);
         } else {

@@ -1,0 +1,320 @@
+"""Regular expressions (LANGUAGE.md section 11; docs/language.md, "Regular expressions").
+
+The engine (runtime_c/mica_regex.c) is checked against Python's re on
+thousands of generated pattern/text pairs, through one harness binary
+(tests/c/regex_check.c) built once and fed every case on stdin. The ops are
+checked in Mica programs with their exact output.
+
+Where Python and RE2 part, the generated cases keep out of the way (and
+docs/language.md says which Mica follows):
+- a repetition of something that can match the empty string (`(a*)*`,
+  `(b?)+`): Python's backtracker lets one more iteration match empty, RE2's
+  Pike VM stops it, so the groups (and at times the whole match) differ; for
+  such patterns only whether there is a match is compared;
+- `\\B` in an empty text: Python (before 3.14) says no match, RE2 says a match;
+- repeated anchors (`^*`) are refused by Python, and are not generated;
+- the texts hold no newline, where Python's `$` also matches before a final one.
+Python's re is given bytes, so \\w, \\d, \\s and \\b are ASCII, as in RE2.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from helpers import ROOT, build_text, run
+
+HARNESS = ["tests/c/regex_check.c", "runtime_c/mica_regex.c"]
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory) -> dict[str, Path]:
+    """tests/c/regex_check.c with the engine, for x86_64 and aarch64: warning-free at -O2."""
+    out = tmp_path_factory.mktemp("regex")
+    built = {}
+    for arch in ("x86_64", "aarch64"):
+        exe = out / f"regex_check_{arch}"
+        subprocess.run([sys.executable, "-m", "ziglang", "cc", "-target", f"{arch}-linux-musl", "-O2", "-static",
+                        "-std=gnu11", "-fno-sanitize=undefined", "-Wall", "-Wextra", "-Werror", *HARNESS,
+                        "-o", str(exe)], cwd=ROOT, check=True, capture_output=True, text=True)
+        built[arch] = exe
+    return built
+
+
+def escape(field: str) -> str:
+    return field.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
+
+
+def ask(exe: Path, commands: list[tuple], qemu: str | None = None) -> list[str]:
+    """One line of the harness per command (a tuple of its letter and fields)."""
+    text = "".join("\t".join([c[0], *map(escape, c[1:])]) + "\n" for c in commands)
+    command = [qemu, str(exe)] if qemu else [str(exe)]
+    proc = subprocess.run(command, input=text, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == len(commands)
+    return lines
+
+
+# ------------------------------------------------------------ generated cases
+
+ATOMS = ["a", "b", "a", "b", "c", ".", "[ab]", "[^a]", "[a-c]", "[]a]", "[^]b]", r"\d", r"\w", r"\s", r"\W",
+         r"\D", r"\.", r"\x61", "[\\d_]", "[^\\w ]", "a{", "{"]
+ANCHORS = ["^", "$", r"\b", r"\B", r"\A", r"\z"]
+OPERATORS = ["*", "+", "?", "{2}", "{1,}", "{0,2}", "{1,3}", "{2,}", "{0}", "{0,1}"]
+CAN_BE_EMPTY = {"*", "?", "{0,2}", "{0}", "{0,1}"}
+
+
+class Generator:
+    """Random patterns from the syntax Python and RE2 share; each rule gives
+    (pattern, whether it can match empty, whether it repeats something that can)."""
+
+    def __init__(self, seed: int):
+        self.rng = random.Random(seed)
+
+    def atom(self, depth: int):
+        r = self.rng.random()
+        if depth <= 0 or r < 0.5:
+            return self.rng.choice(ATOMS), False, False
+        if r < 0.6:
+            return self.rng.choice(ANCHORS), True, False
+        pattern, empty, repeats_empty = self.alternation(depth - 1)
+        return self.rng.choice(["(", "(", "(?:"]) + pattern + ")", empty, repeats_empty
+
+    def repetition(self, depth: int):
+        pattern, empty, repeats_empty = self.atom(depth)
+        if self.rng.random() < 0.5 or pattern in ANCHORS:
+            return pattern, empty, repeats_empty
+        op = self.rng.choice(OPERATORS)
+        lazy = "?" if self.rng.random() < 0.3 else ""
+        return pattern + op + lazy, empty or op in CAN_BE_EMPTY, repeats_empty or (empty and op not in ("?", "{0,1}"))
+
+    def concatenation(self, depth: int):
+        parts = [self.repetition(depth) for _ in range(self.rng.randint(1, 3))]
+        return "".join(p for p, _, _ in parts), all(e for _, e, _ in parts), any(r for _, _, r in parts)
+
+    def alternation(self, depth: int):
+        parts = [self.concatenation(depth) for _ in range(self.rng.choice([1, 1, 2, 3]))]
+        return "|".join(p for p, _, _ in parts), any(e for _, e, _ in parts), any(r for _, _, r in parts)
+
+    def text(self) -> str:
+        return "".join(self.rng.choice("aab b1_c{") for _ in range(self.rng.randint(0, 9)))
+
+
+def cases(seed: int, count: int) -> list[tuple[str, str, bool]]:
+    """(pattern, text, whether only IsMatch is comparable) for `count` generated pairs."""
+    g = Generator(seed)
+    out = []
+    while len(out) < count:
+        pattern, _, repeats_empty = g.alternation(2)
+        text = g.text()
+        if text == "" and r"\B" in pattern:
+            continue
+        out.append((pattern, text, repeats_empty))
+    return out
+
+
+def python_re(pattern: str) -> re.Pattern:
+    """The pattern in Python's spelling: RE2's \\z (end of text) is Python's \\Z. The
+    generated patterns hold no escaped backslash, so the replacement is safe."""
+    return re.compile(pattern.replace(r"\z", r"\Z").encode())
+
+
+def python_search(pattern: str, text: str) -> str:
+    """What the harness's S command should print, by Python's re."""
+    m = python_re(pattern).search(text.encode())
+    if m is None:
+        return "none"
+    return "match " + " ".join(f"{a} {b}" for g in range(m.re.groups + 1) for a, b in [m.span(g)])
+
+
+def python_find_all(pattern: str, text: str) -> str:
+    return "all" + "".join(f" {m.start()} {m.end()}" for m in python_re(pattern).finditer(text.encode()))
+
+
+def python_replace_all(pattern: str, text: str) -> str:
+    """re.sub with the template '<$1|$0$$>' (no $1 without a group 1)."""
+    compiled = python_re(pattern)
+
+    def template(m):
+        first = (m.group(1) or b"") if compiled.groups else b""
+        return b"<" + first + b"|" + m.group(0) + b"$>"
+
+    return "text " + compiled.sub(template, text.encode()).decode()
+
+
+TEMPLATE = "<$1|$0$$>"
+
+
+def test_the_leftmost_first_match_and_every_group_agree_with_python(harness):
+    generated = cases(seed=16, count=4000)
+    answers = ask(harness["x86_64"], [("S", p, t) for p, t, _ in generated])
+    compared_whole = 0
+    mismatches = []
+    for (pattern, text, only_whether), got in zip(generated, answers):
+        want = python_search(pattern, text)
+        if only_whether:
+            want, got = want.split()[0], got.split()[0]
+        else:
+            compared_whole += 1
+        if got != want:
+            mismatches.append((pattern, text, want, got))
+    assert not mismatches, mismatches[:5]
+    assert compared_whole >= 3000
+    assert sum(a != "none" for a in answers) > 1000  # the cases are not all misses
+
+
+def test_find_all_and_replace_all_agree_with_python(harness):
+    generated = [(p, t) for p, t, only_whether in cases(seed=17, count=4000) if not only_whether]
+    commands = [c for p, t in generated for c in (("A", p, t), ("R", p, t, TEMPLATE))]
+    answers = ask(harness["x86_64"], commands)
+    mismatches = []
+    for i, (pattern, text) in enumerate(generated):
+        want = (python_find_all(pattern, text), python_replace_all(pattern, text))
+        got = (answers[2 * i], answers[2 * i + 1])
+        if got != want:
+            mismatches.append((pattern, text, want, got))
+    assert not mismatches, mismatches[:5]
+    assert len(generated) >= 3000
+
+
+@pytest.mark.qemu
+def test_aarch64_answers_as_x86_64(harness, aarch64):
+    commands = [("S", p, t) for p, t, _ in cases(seed=18, count=500)]
+    assert ask(harness["aarch64"], commands, aarch64) == ask(harness["x86_64"], commands)
+
+
+def test_the_syntax_beyond_python_s(harness):
+    """RE2's forms that Python lacks or spells otherwise: \\z, POSIX classes, named groups."""
+    answers = ask(harness["x86_64"], [
+        ("S", r"b\z", "abb"),
+        ("S", "[[:alpha:]]+", "12ab3"),
+        ("S", "[[:^digit:][:space:]]+", "12 ab3"),
+        ("S", "(?P<year>[0-9]{4})-(?P<month>[0-9]{2})", "on 2026-12-02"),
+        ("S", r"\Aab|b$", "abab"),
+        ("S", "x*", ""),
+        ("S", "é.", "café au lait"),
+    ])
+    assert answers == ["match 2 3", "match 2 4", "match 2 5", "match 3 10 3 7 8 10", "match 0 2", "match 0 0",
+                       "match 3 6"]
+
+
+def test_replace_all_templates(harness):
+    answers = ask(harness["x86_64"], [
+        ("R", "(a)(b)?", "xaabx", "[${1}1|$2|$12|$$|$x|$]"),
+        ("R", "", "ab", "-"),
+        ("R", "b+", "abbcb", "$0$0"),
+    ])
+    assert answers == ["text x[a1|||$|$x|$][a1|b||$|$x|$]x", "text -a-b-", "text abbbbcbb"]
+
+
+def test_pathological_patterns_finish_on_100000_bytes(harness):
+    """Python's re takes exponential time on (a*)*b over a's; the Pike VM takes one pass."""
+    a = "a" * 100_000
+    answers = ask(harness["x86_64"], [("S", "(a*)*b", a), ("S", "(a|aa)+$", a), ("S", "(a*)*b", a + "b"),
+                                      ("S", "(x+x+)+y", "x" * 100_000)])
+    # (a|aa)+$: leftmost-first takes 'a' at every iteration, so the last one is the last byte.
+    # (a*)*b: the group is the one iteration that took every a (RE2's answer; Python's
+    # backtracker adds an empty last iteration, 100000 100000)
+    assert answers == ["none", "match 0 100000 99999 100000", "match 0 100001 0 100000", "none"]
+
+
+MALFORMED = {
+    "a(b": "pattern 'a(b': missing ')' for the '(' at position 2",
+    "a)": "pattern 'a)': unmatched ')' at position 2",
+    "[ab": "pattern '[ab': missing ']' for the '[' at position 1",
+    "[z-a]": "pattern '[z-a]': invalid range 'z-a' at position 2",
+    "*a": "pattern '*a': missing argument to repetition operator '*' at position 1",
+    "a|+": "pattern 'a|+': missing argument to repetition operator '+' at position 3",
+    "a**": "pattern 'a**': repetition operator '*' follows another at position 3",
+    "a{2}{3}": "pattern 'a{2}{3}': repetition operator '{3}' follows another at position 5",
+    "a{3,2}": "pattern 'a{3,2}': repetition count {3,2} has its minimum above its maximum at position 2",
+    "a{1001}": "pattern 'a{1001}': repetition count above 1000 at position 2",
+    "(a)\\1": "pattern '(a)\\1': backreferences are not supported (matching stays linear in the text) "
+              "at position 4",
+    "(?=a)": "pattern '(?=a)': lookaround '(?=' is not supported (matching stays linear in the text) at position 1",
+    "(?<!a)b": "pattern '(?<!a)b': lookaround '(?<!' is not supported (matching stays linear in the text) "
+               "at position 1",
+    "(?i)a": "pattern '(?i)a': unknown group flag '(?i' at position 1",
+    "a\\": "pattern 'a\\': trailing '\\' at position 2",
+    "\\q": "pattern '\\q': invalid escape '\\q' at position 1",
+    "[\\b]": "pattern '[\\b]': invalid escape '\\b' inside a class at position 2",
+    "\\x4": "pattern '\\x4': '\\x' needs two hex digits at position 1",
+    "[[:alfa:]]": "pattern '[[:alfa:]]': unknown class '[:alfa:]' at position 2",
+    "[a-\\d]": "pattern '[a-\\d]': a range cannot end in a class like '\\d' at position 2",
+    "(a{1000}){1000}": "pattern '(a{1000}){1000}': too large: more than 10000 instructions",
+    "(" * 1001 + ")" * 1001: f"pattern '{'(' * 60}...': groups nested more than 1000 deep at position 1001",
+    "(a)" * 101: f"pattern '{'(a)' * 20}...': more than 100 groups",
+}
+
+
+def test_a_malformed_pattern_is_refused_with_its_position(harness):
+    answers = ask(harness["x86_64"], [("S", p, "a") for p in MALFORMED])
+    assert answers == [f"error {reason}" for reason in MALFORMED.values()]
+
+
+def test_the_size_caps_leave_room_for_what_fits(harness):
+    assert ask(harness["x86_64"], [("S", "(a{100}){90}", "a" * 9000), ("S", "(a)" * 100, "a" * 100)]) == [
+        "match 0 9000 8900 9000", "match " + " ".join(["0 100"] + [f"{i} {i + 1}" for i in range(100)])]
+
+
+# ------------------------------------------------------------ the ops in Mica programs
+
+OPS_PROGRAM = """program Regexes;
+var
+    re, other : regex;
+    groups, words : array of string;
+    i : integer;
+begin
+    if not Compile('a(b', address re) then
+        WriteLn(LastError);
+    if Compile('(\\w+)@(\\w+)\\.com', address re) then
+        WriteLn('compiled');
+    WriteLn(IsMatch(re, 'mail bob@example.com now'), ' ', IsMatch(re, 'no mail'));
+    if Find(re, 'mail bob@example.com now', address groups) then
+        for i := 0 to Length(groups) - 1 do
+            WriteLn(i, ': ', groups[i]);
+    other := re;
+    WriteLn(ReplaceAll(other, 'a@b.com, c@d.com', '$2 at $1 ($$)'));
+    if not Find(re, 'nobody', address groups) then
+        WriteLn('no match, ', Length(groups), ' groups');
+    if Compile('x(y)?|(z)', address re) and Find(re, 'x', address groups) then
+        WriteLn(Length(groups), ' [', groups[1], '] [', groups[2], ']');
+    if Compile('a*', address re) then
+        words := FindAll(re, 'baaca');
+    Write(Length(words), ':');
+    for i := 0 to Length(words) - 1 do
+        Write(' [', words[i], ']');
+    WriteLn;
+    if Compile('é.', address re) then
+        WriteLn(FindAll(re, 'café au lait, éa')[1], ' ', ReplaceAll(re, 'été', '<$0>'));
+    if Compile('^(a|aa)+$', address re) then
+        WriteLn(IsMatch(re, 'aaa'), ' ', IsMatch(re, 'aab'));
+end.
+"""
+
+OPS_OUTPUT = """pattern 'a(b': missing ')' for the '(' at position 2
+compiled
+true false
+0: bob@example.com
+1: bob
+2: example
+b at a ($), d at c ($)
+no match, 0 groups
+3 [] []
+5: [] [aa] [] [a] []
+éa <ét>é
+true false
+"""
+
+
+def test_each_op_in_a_program(tmp_path):
+    proc = run(build_text(tmp_path, OPS_PROGRAM))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == OPS_OUTPUT
