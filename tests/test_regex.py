@@ -318,3 +318,24 @@ def test_each_op_in_a_program(tmp_path):
     proc = run(build_text(tmp_path, OPS_PROGRAM))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == OPS_OUTPUT
+
+
+# ------------------------------------------------------------ what a binary carries
+
+def regex_symbols(binary: Path) -> set[str]:
+    with binary.open("rb") as f:
+        symbols = ELFFile(f).get_section_by_name(".symtab")
+        return {s.name for s in symbols.iter_symbols() if s.name.startswith("mica_regex")}
+
+
+def test_only_a_program_that_uses_regex_carries_the_engine(tmp_path):
+    """The runtime is an archive linked with --gc-sections: mica_regex.o comes in only when called.
+    At the debug tier the binary keeps its symbol table to look in."""
+    without = build_text(tmp_path, "program Plain;\nbegin\n    WriteLn(Pos('b', 'abc'));\nend.\n", name="plain.mica",
+                         tier="debug")
+    with_regex = build_text(tmp_path, "program Uses;\nvar\n    re : regex;\nbegin\n"
+                                      "    WriteLn(Compile('b+', address re) and IsMatch(re, 'abc'));\nend.\n",
+                            name="uses.mica", tier="debug")
+    assert run(with_regex).stdout == "true\n"
+    assert regex_symbols(without) == set()
+    assert {"mica_regex_compile", "mica_regex_is_match", "mica_regex_drop"} <= regex_symbols(with_regex)
