@@ -46,6 +46,7 @@ typedef struct {
     int32_t n_classes, classes_room;
     int32_t groups;     /* capturing groups so far */
     int32_t depth;      /* groups open around the parser */
+    bool fold;          /* (?i): letters match either case */
     bool failed;
     char error[160];    /* what is wrong, with its position */
 } parser;
@@ -101,6 +102,12 @@ static void negate(byte_class *c) {
 
 static void add_class(byte_class *into, const byte_class *c) {
     for (int i = 0; i < 32; i++) into->bits[i] |= c->bits[i];
+}
+
+/* (?i): each ASCII letter in the class brings its other case. */
+static void fold_case(byte_class *c) {
+    for (int b = 'A'; b <= 'Z'; b++)
+        if (in_class(c, (uint8_t)b) || in_class(c, (uint8_t)(b + 32))) add_range(c, b, b), add_range(c, b + 32, b + 32);
 }
 
 static bool is_word(uint8_t b) {
@@ -283,16 +290,41 @@ static int32_t parse_class(parser *ps) {
         parse_class_item(ps, &set);
         first = false;
     }
+    if (ps->fold) fold_case(&set); /* before the complement: (?i)[^a] refuses 'A' too */
     if (negated) negate(&set);
     return class_node(ps, &set);
 }
 
 static int32_t parse_alternation(parser *ps);
 
-// group = '(' [ '?:' | '?P<' name '>' ] alternation ')'
+/* After '(?': flags, as in (?i) or (?i-i:...), into *fold; answers the byte
+ * that ends them, ')' (they hold to the end of the group around them) or
+ * ':' (they hold inside this group), or 0 after a failure. */
+static uint8_t parse_flags(parser *ps, int64_t start, bool *fold) {
+    bool on = true, any = false;
+    for (; ps->at < ps->len; ps->at++) {
+        uint8_t c = ps->p[ps->at];
+        if (c == 'i') {
+            *fold = on;
+            any = true;
+        } else if (c == '-' && on) {
+            on = false;
+        } else if ((c == ')' || c == ':') && any && ps->p[ps->at - 1] != '-') {
+            ps->at++;
+            return c;
+        } else {
+            fail(ps, ps->at, "unknown group flag '%c'", c);
+            return 0;
+        }
+    }
+    fail(ps, start, "missing ')' for the '('");
+    return 0;
+}
+
+// group = '(' [ '?:' | '?P<' name '>' | '?' flags ':' ] alternation ')' | '(?' flags ')'
 static int32_t parse_group(parser *ps) {
     int64_t start = ps->at++;
-    bool capturing = true;
+    bool capturing = true, outer_fold = ps->fold;
     if (ps->at < ps->len && ps->p[ps->at] == '?') {
         const char *rest = (const char *)ps->p + ps->at;
         int64_t left = ps->len - ps->at;
@@ -313,8 +345,11 @@ static int32_t parse_group(parser *ps) {
                  rest[1] == '<' ? 2 : 1, rest + 1);
             return -1;
         } else {
-            fail(ps, start, "unknown group flag '(?%.*s'", left >= 2 ? 1 : 0, rest + 1);
-            return -1;
+            ps->at++;
+            uint8_t end = parse_flags(ps, start, &ps->fold);
+            if (end == ')') return new_node(ps, N_EMPTY);
+            if (end == 0) return -1;
+            capturing = false;
         }
     }
     if (++ps->depth > MAX_DEPTH) {
@@ -324,6 +359,7 @@ static int32_t parse_group(parser *ps) {
     int32_t number = capturing ? ++ps->groups : 0;
     int32_t inner = parse_alternation(ps);
     ps->depth--;
+    ps->fold = outer_fold;
     if (ps->failed) return -1;
     if (ps->at >= ps->len || ps->p[ps->at] != ')') {
         fail(ps, start, "missing ')' for the '('");
@@ -334,6 +370,19 @@ static int32_t parse_group(parser *ps) {
     int32_t n = new_node(ps, N_GROUP);
     ps->nodes[n].min = number;
     ps->nodes[n].child = inner;
+    return n;
+}
+
+/* One byte; under (?i) a letter is the class of its two cases. */
+static int32_t byte_node(parser *ps, uint8_t b) {
+    if (ps->fold && ((b | 0x20) >= 'a' && (b | 0x20) <= 'z')) {
+        byte_class both = {{0}};
+        add_range(&both, b | 0x20, b | 0x20);
+        add_range(&both, b & ~0x20, b & ~0x20);
+        return class_node(ps, &both);
+    }
+    int32_t n = new_node(ps, N_BYTE);
+    ps->nodes[n].byte = b;
     return n;
 }
 
@@ -358,14 +407,15 @@ static int32_t parse_atom(parser *ps) {
     if (c == '\\') {
         escape e = parse_escape(ps, false);
         if (e.kind == E_CLASS) return class_node(ps, &e.set);
-        int32_t n = new_node(ps, e.kind == E_ASSERT ? N_ASSERT : N_BYTE);
-        ps->nodes[n].byte = e.byte;
-        return n;
+        if (e.kind == E_ASSERT) {
+            int32_t n = new_node(ps, N_ASSERT);
+            ps->nodes[n].byte = e.byte;
+            return n;
+        }
+        return byte_node(ps, e.byte);
     }
     ps->at++;
-    int32_t n = new_node(ps, N_BYTE);
-    ps->nodes[n].byte = c;
-    return n;
+    return byte_node(ps, c);
 }
 
 /* At '{': a well-formed count {n}, {n,} or {n,m} moves past it and answers

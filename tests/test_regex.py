@@ -85,7 +85,7 @@ class Generator:
         if r < 0.6:
             return self.rng.choice(ANCHORS), True, False
         pattern, empty, repeats_empty = self.alternation(depth - 1)
-        return self.rng.choice(["(", "(", "(?:"]) + pattern + ")", empty, repeats_empty
+        return self.rng.choice(["(", "(", "(?:", "(?i:"]) + pattern + ")", empty, repeats_empty
 
     def repetition(self, depth: int):
         pattern, empty, repeats_empty = self.atom(depth)
@@ -104,7 +104,7 @@ class Generator:
         return "|".join(p for p, _, _ in parts), any(e for _, e, _ in parts), any(r for _, _, r in parts)
 
     def text(self) -> str:
-        return "".join(self.rng.choice("aab b1_c{") for _ in range(self.rng.randint(0, 9)))
+        return "".join(self.rng.choice("aab b1_c{AB") for _ in range(self.rng.randint(0, 9)))
 
 
 def cases(seed: int, count: int) -> list[tuple[str, str, bool]]:
@@ -191,7 +191,8 @@ def test_aarch64_answers_as_x86_64(harness, aarch64):
 
 
 def test_the_syntax_beyond_python_s(harness):
-    """RE2's forms that Python lacks or spells otherwise: \\z, POSIX classes, named groups."""
+    """RE2's forms that Python lacks or spells otherwise: \\z, POSIX classes, named groups,
+    flags that hold to the end of their group."""
     answers = ask(harness["x86_64"], [
         ("S", r"b\z", "abb"),
         ("S", "[[:alpha:]]+", "12ab3"),
@@ -200,9 +201,12 @@ def test_the_syntax_beyond_python_s(harness):
         ("S", r"\Aab|b$", "abab"),
         ("S", "x*", ""),
         ("S", "é.", "café au lait"),
+        ("S", "a(?i)b|c", "AC"),
+        ("S", "(a(?i)b)c", "aBc aBC"),
+        ("S", "(?i)[^a]", "aAb"),
     ])
     assert answers == ["match 2 3", "match 2 4", "match 2 5", "match 3 10 3 7 8 10", "match 0 2", "match 0 0",
-                       "match 3 6"]
+                       "match 3 6", "match 1 2", "match 0 3 0 2", "match 2 3"]
 
 
 def test_replace_all_templates(harness):
@@ -241,7 +245,8 @@ MALFORMED = {
     "(?=a)": "pattern '(?=a)': lookaround '(?=' is not supported (matching stays linear in the text) at position 1",
     "(?<!a)b": "pattern '(?<!a)b': lookaround '(?<!' is not supported (matching stays linear in the text) "
                "at position 1",
-    "(?i)a": "pattern '(?i)a': unknown group flag '(?i' at position 1",
+    "(?x)a": "pattern '(?x)a': unknown group flag 'x' at position 3",
+    "(?i": "pattern '(?i': missing ')' for the '(' at position 1",
     "a\\": "pattern 'a\\': trailing '\\' at position 2",
     "\\q": "pattern '\\q': invalid escape '\\q' at position 1",
     "[\\b]": "pattern '[\\b]': invalid escape '\\b' inside a class at position 2",
