@@ -344,3 +344,30 @@ def test_only_a_program_that_uses_regex_carries_the_engine(tmp_path):
     assert run(with_regex).stdout == "true\n"
     assert regex_symbols(without) == set()
     assert {"mica_regex_compile", "mica_regex_is_match", "mica_regex_drop"} <= regex_symbols(with_regex)
+
+
+PATHOLOGICAL_PROGRAM = """program Pathological;
+var
+    re : regex;
+    s : string;
+    groups : array of string;
+    k : integer;
+begin
+    s := 'a';
+    for k := 1 to 17 do
+        s := s + s;
+    s := Copy(s, 1, 100000);
+    if Compile('(a*)*b', address re) then
+        WriteLn(IsMatch(re, s), ' ', Length(FindAll(re, s)));
+    if Compile('(a|aa)+$', address re) and Find(re, s, address groups) then
+        WriteLn(Length(groups[0]), ' ', groups[1]);
+    if Compile('a', address re) then
+        WriteLn(Length(ReplaceAll(re, s, '<$0>')));
+end.
+"""
+
+
+def test_pathological_patterns_in_a_program(tmp_path):
+    proc = run(build_text(tmp_path, PATHOLOGICAL_PROGRAM))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "false 0\n100000 a\n300000\n"
