@@ -190,13 +190,15 @@ bool mica_regex_is_match(mica_regex re, mica_string s, int line);
 bool mica_regex_find(mica_regex re, mica_string s, int64_t *count, mica_string **groups, int line);
 void mica_regex_find_all(mica_regex re, mica_string s, int64_t *count, mica_string **matches, int line);
 mica_string mica_regex_replace_all(mica_regex re, mica_string s, mica_string template, int line);
-/* The engine itself, for tests/c/regex_check.c: the groups of a compiled
- * regex, and one leftmost-first search from `from` (found: 2 * (groups + 1)
- * byte offsets, -1 for a group that did not take part; an empty match at
- * no_empty_at is passed over). */
+/* The engine itself, which the calls above use and tests/c/regex_check.c
+ * checks: the groups of a compiled regex; one leftmost-first search from
+ * `from` (found: 2 * (groups + 1) byte offsets, -1 for a group that did not
+ * take part; an empty match at no_empty_at is passed over); and every match
+ * as FindAll and ReplaceAll take them, each handed to `each`. */
 int32_t mica_regex_groups(mica_regex re);
 bool mica_regex_search(mica_regex re, const char *text, int64_t len, int64_t from, int64_t no_empty_at,
                        int64_t *found);
+void mica_regex_each_match(mica_regex re, mica_string s, void (*each)(void *, const int64_t *), void *context);
 
 /* ------------------------------------------------------------ output */
 

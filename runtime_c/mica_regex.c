@@ -913,10 +913,9 @@ bool mica_regex_find(mica_regex re, mica_string s, int64_t *count, mica_string *
 /* Every match, left to right, as Python's re.finditer finds them: the next
  * search starts where a match ended, and after an empty match it passes over
  * an empty match at the same place. `each` is given the captures of each. */
-static void each_match(const struct mica_regex_program *p, mica_string s, void (*each)(void *, const int64_t *),
-                       void *context) {
+void mica_regex_each_match(mica_regex re, mica_string s, void (*each)(void *, const int64_t *), void *context) {
     machine m;
-    machine_init(&m, p, s.data, s.len);
+    machine_init(&m, re.program, s.data, s.len);
     int64_t *found = mica_alloc_elements(m.n_slots, sizeof(int64_t), 0);
     int64_t from = 0, no_empty_at = -1;
     while (from <= s.len && search(&m, from, no_empty_at, false, found)) {
@@ -945,9 +944,9 @@ static void collect(void *context, const int64_t *found) {
 }
 
 void mica_regex_find_all(mica_regex re, mica_string s, int64_t *count, mica_string **matches, int line) {
-    const struct mica_regex_program *p = compiled(re, line);
+    compiled(re, line);
     match_list l = {.s = s};
-    each_match(p, s, collect, &l);
+    mica_regex_each_match(re, s, collect, &l);
     drop_strings(count, matches);
     *matches = l.items;
     *count = l.count;
@@ -1009,7 +1008,7 @@ static void substitute(void *context, const int64_t *found) {
 mica_string mica_regex_replace_all(mica_regex re, mica_string s, mica_string template, int line) {
     const struct mica_regex_program *p = compiled(re, line);
     replacement r = {.s = s, .template = template, .groups = p->groups};
-    each_match(p, s, substitute, &r);
+    mica_regex_each_match(re, s, substitute, &r);
     append(&r, s.data + r.copied, s.len - r.copied);
     mica_string out = mica_str_lit(r.out ? r.out : "", r.len);
     mica_free(r.out);
