@@ -541,6 +541,11 @@ struct mica_regex_program {
     int32_t groups;  /* capturing groups; the slots are 2 * (groups + 1) */
     instruction *code;
     byte_class *classes;
+    /* Where a search may skip ahead: with no thread running, only these bytes
+     * can start a match (none of this when a match can be empty). */
+    bool skips;
+    int16_t only_first;  /* the one byte that can, or -1 */
+    byte_class first;
 };
 
 typedef struct {
@@ -643,6 +648,37 @@ static void free_program(struct mica_regex_program *p) {
     mica_free(p);
 }
 
+/* The bytes a match can start with, found by following the program from its
+ * start through what reads no byte (assertions taken to hold), into p->first;
+ * p->skips is false when a match can be empty, so any place may start one. */
+static void first_bytes(struct mica_regex_program *p) {
+    int32_t *stack = mica_alloc_elements(2 * (int64_t)p->length + 1, sizeof(int32_t), 0);
+    bool *seen = mica_alloc_elements(p->length, sizeof(bool), 0);
+    int32_t top = 0;
+    bool empty = false;
+    stack[top++] = 0;
+    while (top > 0 && !empty) {
+        int32_t pc = stack[--top];
+        if (seen[pc]) continue;
+        seen[pc] = true;
+        const instruction *in = &p->code[pc];
+        switch (in->op) {
+        case I_BYTE: add_range(&p->first, in->byte, in->byte); break;
+        case I_CLASS: add_class(&p->first, &p->classes[in->x]); break;
+        case I_MATCH: empty = true; break;
+        case I_SPLIT: stack[top++] = in->y, stack[top++] = in->x; break;
+        case I_JMP: stack[top++] = in->x; break;
+        default: stack[top++] = pc + 1; break; /* a SAVE or an assertion */
+        }
+    }
+    mica_free(stack);
+    mica_free(seen);
+    p->skips = !empty;
+    p->only_first = -1;
+    for (int b = 0, count = 0; b < 256; b++)
+        if (in_class(&p->first, (uint8_t)b)) p->only_first = ++count == 1 ? (int16_t)b : -1;
+}
+
 /* The program for a pattern, or NULL with the reason left for LastError. */
 static struct mica_regex_program *compile_pattern(const uint8_t *pattern, int64_t len) {
     parser ps = {.p = pattern, .len = len};
@@ -674,6 +710,7 @@ static struct mica_regex_program *compile_pattern(const uint8_t *pattern, int64_
             p->code = mica_resize(e.code, MICA_REGEX_MAX_INSTRUCTIONS, e.length, sizeof(instruction), 0);
             p->classes = ps.classes;
             ps.classes = NULL;
+            first_bytes(p);
         }
     }
     mica_free(ps.nodes);
@@ -767,6 +804,16 @@ static bool search(machine *m, int64_t from, int64_t no_empty_at, bool any, int6
     for (int32_t i = 0; i < m->n_slots; i++) start[i] = -1;
     bool matched = false;
     for (int64_t pos = from; pos <= m->len; pos++) {
+        if (!matched && now->count == 0 && m->p->skips) { /* to the next byte that can start a match */
+            const struct mica_regex_program *p = m->p;
+            if (p->only_first >= 0) {
+                const uint8_t *at = memchr(m->text + pos, p->only_first, (size_t)(m->len - pos));
+                pos = at ? at - m->text : m->len;
+            } else {
+                while (pos < m->len && !in_class(&p->first, m->text[pos])) pos++;
+            }
+            if (pos == m->len) break;
+        }
         if (!matched) add_thread(m, now, 0, pos, start); /* the lowest priority: a match starting here */
         if (now->count == 0) break;
         next->count = 0;

@@ -108,7 +108,10 @@ class Generator:
 
 
 def cases(seed: int, count: int) -> list[tuple[str, str, bool]]:
-    """(pattern, text, whether only IsMatch is comparable) for `count` generated pairs."""
+    """(pattern, text, whether only IsMatch is comparable) for `count` generated pairs.
+    Python's backtracking takes exponential time on a few generated patterns (one
+    of seed 16's nested repetitions takes a minute on a 9-byte text); the seeds
+    the tests use have none that take more than a fraction of a second."""
     g = Generator(seed)
     out = []
     while len(out) < count:
@@ -153,7 +156,7 @@ TEMPLATE = "<$1|$0$$>"
 
 
 def test_the_leftmost_first_match_and_every_group_agree_with_python(harness):
-    generated = cases(seed=16, count=4000)
+    generated = cases(seed=2, count=4000)
     answers = ask(harness["x86_64"], [("S", p, t) for p, t, _ in generated])
     compared_whole = 0
     mismatches = []
@@ -171,7 +174,7 @@ def test_the_leftmost_first_match_and_every_group_agree_with_python(harness):
 
 
 def test_find_all_and_replace_all_agree_with_python(harness):
-    generated = [(p, t) for p, t, only_whether in cases(seed=17, count=4000) if not only_whether]
+    generated = [(p, t) for p, t, only_whether in cases(seed=3, count=4000) if not only_whether]
     commands = [c for p, t in generated for c in (("A", p, t), ("R", p, t, TEMPLATE))]
     answers = ask(harness["x86_64"], commands)
     mismatches = []
