@@ -466,24 +466,25 @@ static bool parse_operator(parser *ps, int32_t *min, int32_t *max, bool *greedy)
     return true;
 }
 
-// repetition = atom [ ( '*' | '+' | '?' | '{' n [ ',' [ m ] ] '}' ) [ '?' ] ]
-static int32_t parse_repetition(parser *ps) {
+/* A repetition operator where none may stand: fails with `why` (which takes
+ * the operator's text) and answers true. */
+static bool stray_operator(parser *ps, const char *why) {
     int64_t start = ps->at;
     int32_t min, max;
     bool greedy;
-    if (parse_operator(ps, &min, &max, &greedy)) {
-        fail(ps, start, "missing argument to repetition operator '%.*s'", (int)(ps->at - start), ps->p + start);
-        return -1;
-    }
+    if (!parse_operator(ps, &min, &max, &greedy)) return false;
+    fail(ps, start, why, (int)(ps->at - start), ps->p + start);
+    return true;
+}
+
+// repetition = atom [ ( '*' | '+' | '?' | '{' n [ ',' [ m ] ] '}' ) [ '?' ] ]
+static int32_t parse_repetition(parser *ps) {
+    if (stray_operator(ps, "missing argument to repetition operator '%.*s'")) return -1;
     int32_t atom = parse_atom(ps);
+    int32_t min, max;
+    bool greedy;
     if (ps->failed || !parse_operator(ps, &min, &max, &greedy)) return atom;
-    int64_t again = ps->at;
-    int32_t m2, x2;
-    bool g2;
-    if (parse_operator(ps, &m2, &x2, &g2)) {
-        fail(ps, again, "repetition operator '%.*s' follows another", (int)(ps->at - again), ps->p + again);
-        return -1;
-    }
+    if (stray_operator(ps, "repetition operator '%.*s' follows another")) return -1;
     int32_t n = new_node(ps, N_REPEAT);
     ps->nodes[n] = (node){.kind = N_REPEAT, .greedy = greedy, .min = min, .max = max, .child = atom, .next = -1};
     return n;
