@@ -36,7 +36,7 @@ RUN_FAILED = 101  # `run`'s own failure, distinct from any status its program gi
 
 def cmd_check(args) -> int:
     try:
-        front_end(load_source(args.program))
+        front_end(load_source(args.program), keep_tree=False)
     except CompileError as e:
         if not args.json:
             raise
@@ -64,12 +64,13 @@ def cmd_explain(args) -> int:
     return 0
 
 
-def _build_binary(program: CProgram, target: targets.Target, tier: str, output: Path | None) -> Path:
+def _build_binary(program: CProgram, target: targets.Target, tier: str, output: Path | None,
+                  symbols: bool = False) -> Path:
     from .link import build
 
     if output is None:
         return build.cached_build(program, target, tier)
-    build.build(program, target, tier, output)
+    build.build(program, target, tier, output, symbols)
     return output
 
 
@@ -91,7 +92,7 @@ def output_path(args, default: str) -> Path:
 def cmd_build(args) -> int:
     target = targets.resolve(args.target)
     output = output_path(args, Path(args.program).stem)
-    _build_binary(_compile(args.program), target, args.tier, output)
+    _build_binary(_compile(args.program), target, args.tier, output, args.symbols)
     return 0
 
 
@@ -233,6 +234,8 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
         if name == "build":
             sub.add_argument("--target", default="native", help="x86_64-linux (amd64), aarch64-linux (arm64) or native")
             sub.add_argument("-o", "--output", help="the binary to write (default: the program's name)")
+            sub.add_argument("--symbols", action="store_true",
+                             help="keep symbols and frame pointers, to profile with perf or callgrind")
         if name == "run":
             sub.epilog = "arguments after -- go to the program: micatool run prog.mica -- --steps 20"
         if name == "image":

@@ -83,7 +83,16 @@ TIER_LINK_FLAGS = {
 }
 
 
-def tier_flags(tier: str) -> list[str]:
+# `build --symbols`: a binary to profile, at any tier: its symbols and line
+# tables kept, and frame pointers, so that perf and callgrind can walk its stack.
+SYMBOL_FLAGS = ["-g", "-fno-omit-frame-pointer"]
+
+
+def tier_flags(tier: str, symbols: bool = False) -> list[str]:
     if tier not in TIERS:
         raise TargetError(f"unknown tier '{tier}'; choose one of: {', '.join(TIERS)}")
-    return COMMON_FLAGS + TIER_FLAGS[tier]
+    return COMMON_FLAGS + TIER_FLAGS[tier] + (SYMBOL_FLAGS if symbols else [])
+
+
+def link_flags(tier: str, symbols: bool = False) -> list[str]:
+    return [] if symbols else TIER_LINK_FLAGS[tier]

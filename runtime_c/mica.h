@@ -158,11 +158,64 @@ double mica_str_to_f64(mica_string s, int line);
 mica_string mica_str_upper(mica_string s);
 mica_string mica_str_lower(mica_string s);
 mica_string mica_str_trim(mica_string s);
+bool mica_str_try_int(mica_string s, int64_t *n);
+bool mica_str_try_f64(mica_string s, double *x);
+bool mica_str_starts_with(mica_string s, mica_string prefix);
+bool mica_str_ends_with(mica_string s, mica_string suffix);
+mica_string mica_str_replace(mica_string s, mica_string old, mica_string new_text);
+mica_string mica_str_join(const mica_string *parts, int64_t count, mica_string sep);
+/* An `array of string` is {len, e}: these fill one through pointers to its two
+ * fields, dropping the strings it held. */
+void mica_str_split(mica_string s, mica_string sep, int64_t *len, mica_string **e);
+void mica_strings_drop(int64_t *len, mica_string **e);
+void mica_strings_push(int64_t *len, mica_string **e, int64_t *capacity, mica_string s);
 mica_string mica_param_str(int64_t i);
 mica_string mica_read_file(mica_string path, int line);
 void mica_write_file(mica_string path, mica_string text, int line);
 int mica_write_atomically(const char *name, const void *data, size_t size); /* 0 or errno */
 bool mica_file_exists(mica_string path);
+char *mica_c_path(mica_string path); /* NUL-terminated, for mica_free */
+int mica_write_all(int fd, const void *data, size_t size); /* 0 or errno */
+
+/* A file written atomically (mica_file.c): the bytes go to a temporary beside
+ * the target (mica_write_all to its fd), renamed into place by the commit.
+ * Each answers 0 or errno. */
+typedef struct {
+    int fd;
+    char *target;
+    char *temp; /* NULL: a device, written in place */
+} mica_atomic;
+int mica_atomic_begin(const char *name, mica_atomic *w);
+int mica_atomic_commit(mica_atomic *w, int error); /* an earlier error abandons the write */
+
+/* Files and folders, each answering false with the reason (LastError). */
+bool mica_list_dir(mica_string path, int64_t *len, mica_string **e);
+bool mica_make_dir(mica_string path);
+bool mica_remove_file(mica_string path);
+bool mica_rename_file(mica_string from, mica_string to);
+bool mica_file_size(mica_string path, int64_t *n);
+
+/* ------------------------------------------------------------ streams */
+
+/* A stream: Output, or one mica_stream.c opened. Write and WriteLn reach any
+ * stream through its put, so a program that writes only to Output links none
+ * of the file streams' code. A stream variable holds NULL until opened. */
+typedef struct mica_stream mica_stream;
+struct mica_stream {
+    void (*put)(mica_stream *to, const char *data, size_t size);
+};
+extern mica_stream mica_output; /* the program's output buffer (mica_print.c) */
+mica_stream *mica_input(void);
+mica_stream *mica_error_output(void);
+bool mica_open_read(mica_string path, mica_stream **f);
+bool mica_open_write(mica_string path, mica_stream **f);
+bool mica_open_append(mica_string path, mica_stream **f);
+bool mica_read_line(mica_stream *f, mica_string *line, int at);
+bool mica_read_bytes(mica_stream *f, int64_t n, mica_string *s, int at);
+mica_stream *mica_writable(mica_stream *f, int at); /* f, or a trap when it cannot be written */
+bool mica_stream_flush(mica_stream *f, bool must, int at);
+bool mica_stream_close(mica_stream **f, bool must, int at);
+void mica_stream_drop(mica_stream **f); /* a Close at scope end: traps when the file cannot be kept */
 
 /* ------------------------------------------------------------ regular expressions */
 
@@ -202,20 +255,21 @@ void mica_regex_each_match(mica_regex re, mica_string s, void (*each)(void *, co
 
 /* ------------------------------------------------------------ output */
 
-/* Widths right-align in that many columns (0: none); decimals < 0: shortest
+/* Each writes to a stream (&mica_output: the program's output). Widths
+ * right-align in that many columns (0: none); decimals < 0: shortest
  * form that reads back to the same bits. */
-void mica_write_str(mica_string s, int64_t width);
-void mica_write_int(int64_t x, int64_t width);
-void mica_write_bool(bool x, int64_t width);
-void mica_write_f64(double x, int64_t width, int64_t decimals);
-void mica_write_f32(float x, int64_t width, int64_t decimals);
-void mica_write_ints(const int64_t *x, int64_t n, int64_t width);
-void mica_write_i32s(const int32_t *x, int64_t n, int64_t width);
-void mica_write_i8s(const int8_t *x, int64_t n, int64_t width);
-void mica_write_u8s(const uint8_t *x, int64_t n, int64_t width);
-void mica_write_f64s(const double *x, int64_t n, int64_t width, int64_t decimals);
-void mica_write_f32s(const float *x, int64_t n, int64_t width, int64_t decimals);
-void mica_writeln(void); /* flushes too when stdout is a terminal */
+void mica_write_str(mica_stream *to, mica_string s, int64_t width);
+void mica_write_int(mica_stream *to, int64_t x, int64_t width);
+void mica_write_bool(mica_stream *to, bool x, int64_t width);
+void mica_write_f64(mica_stream *to, double x, int64_t width, int64_t decimals);
+void mica_write_f32(mica_stream *to, float x, int64_t width, int64_t decimals);
+void mica_write_ints(mica_stream *to, const int64_t *x, int64_t n, int64_t width);
+void mica_write_i32s(mica_stream *to, const int32_t *x, int64_t n, int64_t width);
+void mica_write_i8s(mica_stream *to, const int8_t *x, int64_t n, int64_t width);
+void mica_write_u8s(mica_stream *to, const uint8_t *x, int64_t n, int64_t width);
+void mica_write_f64s(mica_stream *to, const double *x, int64_t n, int64_t width, int64_t decimals);
+void mica_write_f32s(mica_stream *to, const float *x, int64_t n, int64_t width, int64_t decimals);
+void mica_writeln(mica_stream *to); /* flushes Output too when stdout is a terminal */
 void mica_flush(void);
 void mica_start_output(void); /* on the program's thread: terminal or not, and the stop signals' handler */
 void mica_end_output(void);   /* on the program's thread, once it has run */
@@ -282,6 +336,7 @@ MICA_QUANTIZE(float, f32, int8_t, i8)
 MICA_QUANTIZE(double, f64, uint8_t, u8)
 MICA_QUANTIZE(float, f32, uint8_t, u8)
 #undef MICA_QUANTIZE
+void mica_quantize_check_scale(double scale, int line);
 void mica_quantize_rows_i8_f64(int8_t *q, double *scales, const double *x, int64_t rows, int64_t cols, int line);
 void mica_quantize_rows_i8_f32(int8_t *q, float *scales, const float *x, int64_t rows, int64_t cols, int line);
 void mica_matmul_i32_i8_i8(int32_t *out, const int8_t *a, const int8_t *b, int64_t m, int64_t k, int64_t n);
@@ -436,6 +491,9 @@ void mica_gpu_cross_entropy(mica_dev *out, int dtype, mica_dev logits, mica_dev 
                             int line);
 void mica_gpu_gather(mica_dev *out, int dtype, mica_dev table, mica_dev ids, int64_t n, int64_t rows, int64_t cols,
                      int line);
+void mica_gpu_quantize(mica_dev *q, const char *kernel, int dtype, mica_dev x, int64_t n, double scale, int64_t zero,
+                       int line);
+void mica_gpu_quantize_rows(mica_dev *q, mica_dev *scales, int dtype, mica_dev x, int64_t rows, int64_t cols, int line);
 
 /* description: further metadata members, JSON text the compiler writes ("program":...) */
 void mica_save(mica_string path, mica_entry *entries, int64_t count, const char *description, int line);

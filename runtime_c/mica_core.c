@@ -94,6 +94,16 @@ void mica_free(void *p) {
     free(p);
 }
 
+/* Here beside the allocator, not with the tensors: strings grow through it
+ * too, and a program that only prints must not link the tensor kernels. */
+void *mica_resize(void *data, int64_t old_count, int64_t new_count, size_t size, int line) {
+    void *fresh = mica_alloc_elements(new_count, size, line);
+    int64_t keep = old_count < new_count ? old_count : new_count;
+    if (data != NULL && keep > 0) memcpy(fresh, data, (size_t)keep * size);
+    mica_free(data);
+    return fresh;
+}
+
 int64_t mica_param_count(void) {
     return program_argc - 1;
 }

@@ -598,3 +598,42 @@ void mica_gpu_gather(mica_dev *out, int dtype, mica_dev table, mica_dev ids, int
     check_ids(flag.ptr, i, n, rows, "Gather: id", line);
     mica_dev_drop(&flag);
 }
+
+/* Whether a kernel set its error flag (one int32 on the device); the flag is dropped. */
+static bool flagged(mica_dev *flag, int line) {
+    int32_t bad = 0;
+    mica_dev_get(&bad, flag->ptr, sizeof bad, line);
+    mica_dev_drop(flag);
+    return bad != 0;
+}
+
+/* Quantize of device x (n elements) into device q, int8 or uint8 as `kernel`
+ * ("mica_quantize_i8" or "_u8") says: the scale is checked here, as the C
+ * checks it, and a nan the kernel flags is the C's trap. */
+void mica_gpu_quantize(mica_dev *q, const char *kernel, int dtype, mica_dev x, int64_t n, double scale, int64_t zero,
+                       int line) {
+    mica_quantize_check_scale(scale, line);
+    mica_dev flag = {0};
+    mica_dev_reserve(&flag, sizeof(int32_t), line);
+    LAUNCH(kernel, dtype, n, line, mica_dev_data(q, n, line), flag.ptr,
+           mica_dev_read(&x, n * (int64_t)mica_dtype_size(dtype), line), n, scale, zero);
+    if (flagged(&flag, line)) mica_trap(line, "Quantize of a NaN");
+}
+
+/* QuantizeRows of device x (rows, cols) into device q (int8) and scales (rows).
+ * A row the kernel flags (a nan or an inf) makes the C run on a host copy,
+ * which traps at the first bad row with its own message. */
+void mica_gpu_quantize_rows(mica_dev *q, mica_dev *scales, int dtype, mica_dev x, int64_t rows, int64_t cols, int line) {
+    int64_t size = mica_dtype_size(dtype), count = rows * cols;
+    mica_dev flag = {0};
+    mica_dev_reserve(&flag, sizeof(int32_t), line);
+    uint64_t source = mica_dev_read(&x, count * size, line);
+    LAUNCH("mica_quantize_rows_i8", dtype, rows, line, mica_dev_data(q, count, line),
+           mica_dev_data(scales, rows * size, line), flag.ptr, source, rows, cols);
+    if (!flagged(&flag, line)) return;
+    void *host = mica_alloc((size_t)(count * size), line), *host_scales = mica_alloc((size_t)(rows * size), line);
+    int8_t *host_q = mica_alloc((size_t)count, line);
+    mica_dev_get(host, source, count * size, line);
+    if (dtype == MICA_F32) mica_quantize_rows_i8_f32(host_q, host_scales, host, rows, cols, line);
+    else mica_quantize_rows_i8_f64(host_q, host_scales, host, rows, cols, line);
+}

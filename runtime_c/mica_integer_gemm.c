@@ -242,51 +242,119 @@ const char *mica_integer_gemm_isa(void) {
 
 /* ------------------------------------------------------------ packing and driver */
 
-static void put(void *pack, int wide, int64_t at, int v) {
-    if (wide) ((int16_t *)pack)[at] = (int16_t)v;
-    else ((uint8_t *)pack)[at] = (uint8_t)v; /* the bits, read as u8 or s8 by the tile */
+// Packing. A pack is rewritten for every block, and for the small products of
+// an int8 model the packing, not the tile, is most of the time, so each row of
+// a (or depth of b) is walked once with no call per element. The kernel's shape
+// is read into locals first: a byte store may alias *K, which would reload it.
+
+// int16 packs (sse2, avx2, neon): a's rows i0 .. i0+mc, depths p0 .. p0+kc,
+// shifted by offset, into mr-row panels of groups; rows past mc and depths
+// past kc are 0 (b is 0 there).
+static void pack_a_wide(const int_kernel *K, int16_t *pack, const void *a, int a_u8, int offset, int64_t k,
+                        int64_t i0, int64_t mc, int64_t p0, int64_t kc) {
+    const int mr = K->mr, group = K->group;
+    int64_t groups = (kc + group - 1) / group, depth = groups * group;
+    for (int64_t r0 = 0; r0 < mc; r0 += mr)
+        for (int r = 0; r < mr; r++) {
+            int16_t *to = pack + r0 * depth + r * group;
+            int64_t have = r0 + r < mc ? kc : 0, src = (i0 + r0 + r) * k + p0;
+            const uint8_t *u = (const uint8_t *)a + src;
+            const int8_t *s = (const int8_t *)a + src;
+            for (int64_t g = 0, p = 0; g < groups; g++, to += mr * group)
+                for (int e = 0; e < group; e++, p++) to[e] = (int16_t)(p < have ? (a_u8 ? u[p] : s[p]) + offset : 0);
+        }
 }
 
-// a's rows i0 .. i0+mc, depths p0 .. p0+kc, shifted by offset, into mr-row
-// panels of groups; rows past mc and depths past kc are 0 (b is 0 there).
+// b's depths p0 .. p0+kc, columns j0 .. j0+nc, into nr-column int16 panels of groups
+static void pack_b_wide(const int_kernel *K, int16_t *pack, const int8_t *b, int64_t n, int64_t p0, int64_t kc,
+                        int64_t j0, int64_t nc) {
+    const int nr = K->nr, group = K->group;
+    int64_t depth = (kc + group - 1) / group * group;
+    for (int64_t c0 = 0; c0 < nc; c0 += nr) {
+        int cols = nc - c0 < nr ? (int)(nc - c0) : nr;
+        for (int64_t p = 0; p < depth; p++) {
+            int16_t *to = pack + c0 * depth + (p / group) * nr * group + p % group;
+            const int8_t *from = b + (p0 + p) * n + j0 + c0;
+            int c = 0;
+            if (p < kc)
+                for (; c < cols; c++) to[c * group] = from[c];
+            for (; c < nr; c++) to[c * group] = 0;
+        }
+    }
+}
+
+// Byte packs (avxvnni, avx512vnni, dotprod) hold four consecutive k per word,
+// and a shift by +-128 only flips each byte's top bit: a's full words are one
+// 32-bit move and an xor each.
+static void pack_a_bytes(const int_kernel *K, uint8_t *pack, const void *a, int offset, int64_t k, int64_t i0,
+                         int64_t mc, int64_t p0, int64_t kc) {
+    const int mr = K->mr;
+    const uint8_t flip = offset ? 0x80 : 0;
+    const uint32_t flips = flip * 0x01010101u;
+    int64_t groups = (kc + 3) / 4, whole = kc / 4;
+    for (int64_t r0 = 0; r0 < mc; r0 += mr)
+        for (int r = 0; r < mr; r++) {
+            uint8_t *to = pack + r0 * groups * 4 + r * 4;
+            if (r0 + r >= mc) {
+                for (int64_t g = 0; g < groups; g++, to += mr * 4) memset(to, 0, 4);
+                continue;
+            }
+            const uint8_t *row = (const uint8_t *)a + (i0 + r0 + r) * k + p0;
+            int64_t g = 0;
+            for (; g < whole; g++, to += mr * 4) {
+                uint32_t word;
+                memcpy(&word, row + g * 4, 4);
+                word ^= flips;
+                memcpy(to, &word, 4);
+            }
+            if (g < groups)
+                for (int e = 0; e < 4; e++) to[e] = g * 4 + e < kc ? row[g * 4 + e] ^ flip : 0;
+        }
+}
+
+// b's four depths of a word side by side for each of a panel's nr columns; a
+// depth past kc reads a row of zeros. The column sums the shift of a's range
+// takes back (sums, when not NULL) are added up here, as each byte passes.
+static void pack_b_bytes(const int_kernel *K, uint8_t *pack, const int8_t *b, int64_t n, int64_t p0, int64_t kc,
+                         int64_t j0, int64_t nc, int32_t *sums) {
+    static const int8_t zeros[TILE_MAX] = {0};
+    const int nr = K->nr;
+    int64_t groups = (kc + 3) / 4;
+    for (int64_t c0 = 0; c0 < nc; c0 += nr) {
+        int cols = nc - c0 < nr ? (int)(nc - c0) : nr;
+        uint8_t *to = pack + c0 * groups * 4;
+        for (int64_t g = 0; g < groups; g++, to += nr * 4) {
+            const int8_t *r[4];
+            for (int e = 0; e < 4; e++) r[e] = g * 4 + e < kc ? b + (p0 + g * 4 + e) * n + j0 + c0 : zeros;
+            for (int c = 0; c < cols; c++) {
+                uint32_t word = (uint32_t)(uint8_t)r[0][c] | (uint32_t)(uint8_t)r[1][c] << 8 |
+                                (uint32_t)(uint8_t)r[2][c] << 16 | (uint32_t)(uint8_t)r[3][c] << 24;
+                memcpy(to + c * 4, &word, 4);
+            }
+            memset(to + cols * 4, 0, (size_t)(nr - cols) * 4);
+            if (sums)
+                for (int c = 0; c < cols; c++) sums[j0 + c0 + c] += r[0][c] + r[1][c] + r[2][c] + r[3][c];
+        }
+    }
+}
+
 static void pack_a(const int_kernel *K, void *pack, const void *a, int a_u8, int offset, int64_t k, int64_t i0,
                    int64_t mc, int64_t p0, int64_t kc) {
-    int64_t groups = (kc + K->group - 1) / K->group, at = 0;
-    for (int64_t r0 = 0; r0 < mc; r0 += K->mr)
-        for (int64_t g = 0; g < groups; g++)
-            for (int r = 0; r < K->mr; r++)
-                for (int e = 0; e < K->group; e++, at++) {
-                    int64_t i = r0 + r, p = g * K->group + e;
-                    int v = 0;
-                    if (i < mc && p < kc) {
-                        int64_t src = (i0 + i) * k + p0 + p;
-                        v = (a_u8 ? ((const uint8_t *)a)[src] : ((const int8_t *)a)[src]) + offset;
-                    }
-                    put(pack, K->wide, at, v);
-                }
+    if (K->wide) pack_a_wide(K, pack, a, a_u8, offset, k, i0, mc, p0, kc);
+    else pack_a_bytes(K, pack, a, offset, k, i0, mc, p0, kc);
 }
 
-// b's depths p0 .. p0+kc, columns j0 .. j0+nc, into nr-column panels of groups
+// Only byte kernels shift a's range, so only they need b's column sums.
 static void pack_b(const int_kernel *K, void *pack, const int8_t *b, int64_t n, int64_t p0, int64_t kc, int64_t j0,
-                   int64_t nc) {
-    int64_t groups = (kc + K->group - 1) / K->group, at = 0;
-    for (int64_t c0 = 0; c0 < nc; c0 += K->nr)
-        for (int64_t g = 0; g < groups; g++)
-            for (int c = 0; c < K->nr; c++)
-                for (int e = 0; e < K->group; e++, at++) {
-                    int64_t j = c0 + c, p = g * K->group + e;
-                    put(pack, K->wide, at, j < nc && p < kc ? b[(p0 + p) * n + j0 + j] : 0);
-                }
+                   int64_t nc, int32_t *sums) {
+    if (K->wide) pack_b_wide(K, pack, b, n, p0, kc, j0, nc);
+    else pack_b_bytes(K, pack, b, n, p0, kc, j0, nc, sums);
 }
 
 // out -= offset * (column sums of b): takes back the shift of a's range
-static void unshift(int32_t *out, const int8_t *b, int offset, int64_t m, int64_t k, int64_t n) {
-    int32_t *sums = mica_alloc_elements(n, sizeof(int32_t), 0);
-    for (int64_t p = 0; p < k; p++)
-        for (int64_t j = 0; j < n; j++) sums[j] += b[p * n + j];
+static void unshift(int32_t *out, const int32_t *sums, int offset, int64_t m, int64_t n) {
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) out[i * n + j] -= offset * sums[j];
-    mica_free(sums);
 }
 
 static void integer_gemm(const int_kernel *K, int32_t *out, const void *a, int a_u8, const int8_t *b, int64_t m,
@@ -303,13 +371,14 @@ static void integer_gemm(const int_kernel *K, int32_t *out, const void *a, int a
     int64_t rows = ((m < MC ? m : MC) + K->mr - 1) / K->mr * K->mr;
     int64_t cols = ((n < NC ? n : NC) + K->nr - 1) / K->nr * K->nr;
     void *ap = mica_alloc((size_t)(rows * depth) * size, 0), *bp = mica_alloc((size_t)(cols * depth) * size, 0);
+    int32_t *sums = offset ? mica_alloc_elements(n, sizeof(int32_t), 0) : NULL;
     int32_t tile[TILE_MAX];
     for (int64_t p0 = 0; p0 < k; p0 += KC) {
         int64_t kc = k - p0 < KC ? k - p0 : KC, groups = (kc + K->group - 1) / K->group;
         int64_t words = groups * K->group; /* elements per panel row or column */
         for (int64_t j0 = 0; j0 < n; j0 += NC) {
             int64_t nc = n - j0 < NC ? n - j0 : NC;
-            pack_b(K, bp, b, n, p0, kc, j0, nc);
+            pack_b(K, bp, b, n, p0, kc, j0, nc, sums);
             for (int64_t i0 = 0; i0 < m; i0 += MC) {
                 int64_t mc = m - i0 < MC ? m - i0 : MC;
                 pack_a(K, ap, a, a_u8, offset, k, i0, mc, p0, kc);
@@ -331,7 +400,8 @@ static void integer_gemm(const int_kernel *K, int32_t *out, const void *a, int a
     }
     mica_free(ap);
     mica_free(bp);
-    if (offset) unshift(out, b, offset, m, k, n);
+    if (offset) unshift(out, sums, offset, m, n);
+    mica_free(sums);
 }
 
 void mica_matmul_i32_i8_i8(int32_t *out, const int8_t *a, const int8_t *b, int64_t m, int64_t k, int64_t n) {

@@ -99,6 +99,11 @@ static const struct {
     {"mica_avgpool2d_back",          "ppiiii", "ppiiii"},
     {"mica_adam_step",               "ppppiffffff", "ppppidddddd"},
     {"mica_sgd_step",                "pppiff", "pppidd"},
+    {"mica_quantize_i8",             "pppifi", "pppidi"},
+    {"mica_dequantize_i8",           "ppifi", "ppidi"},
+    {"mica_quantize_u8",             "pppifi", "pppidi"},
+    {"mica_dequantize_u8",           "ppifi", "ppidi"},
+    {"mica_quantize_rows_i8",        "ppppii", "ppppii"},
 };
 
 #endif

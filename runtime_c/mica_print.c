@@ -106,7 +106,9 @@ void mica_end_output(void) {
     finished = 1;
 }
 
-static void emit(const char *s, size_t n) {
+/* Output's put: the bytes into the buffer. */
+static void output_put(mica_stream *to, const char *s, size_t n) {
+    (void)to;
     while (n > 0) {
         if (out_used == sizeof out_buffer) mica_flush();
         size_t room = sizeof out_buffer - out_used, take = n < room ? n : room;
@@ -118,10 +120,18 @@ static void emit(const char *s, size_t n) {
     }
 }
 
-static void emit_padded(const char *s, int64_t width) {
+mica_stream mica_output = {output_put};
+
+/* Every Write reaches its stream through its put: Output's is the buffer
+ * above, a file stream's its own (mica_stream.c). */
+static void emit(mica_stream *to, const char *s, size_t n) {
+    to->put(to, s, n);
+}
+
+static void emit_padded(mica_stream *to, const char *s, int64_t width) {
     size_t n = strlen(s);
-    for (int64_t pad = width - (int64_t)n; pad > 0; pad--) emit(" ", 1);
-    emit(s, n);
+    for (int64_t pad = width - (int64_t)n; pad > 0; pad--) emit(to, " ", 1);
+    emit(to, s, n);
 }
 
 /* Lay out significant digits `digits` with decimal exponent `exp10`
@@ -210,85 +220,85 @@ static void shortest_f32(char *out, float x) {
 
 /* x with `decimals` digits after the point (all of them, however many: a
  * double's exact value has at most 1074), right-aligned in `width`. */
-static void write_fixed(double x, int64_t width, int64_t decimals) {
+static void write_fixed(mica_stream *to, double x, int64_t width, int64_t decimals) {
     char small[32];
     if (special(small, x)) {
-        emit_padded(small, width);
+        emit_padded(to, small, width);
         return;
     }
     if (decimals > INT32_MAX - 400) mica_trapf(0, "%lld decimals are more than a number can print", (long long)decimals);
     size_t size = (size_t)decimals + 400; /* sign, up to 309 integer digits, the point */
     char *text = mica_alloc(size, 0);
     snprintf(text, size, "%.*f", (int)decimals, x);
-    emit_padded(text, width);
+    emit_padded(to, text, width);
     mica_free(text);
 }
 
-void mica_write_str(mica_string s, int64_t width) {
-    for (int64_t pad = width - s.len; pad > 0; pad--) emit(" ", 1);
-    emit(s.data ? s.data : "", (size_t)s.len);
+void mica_write_str(mica_stream *to, mica_string s, int64_t width) {
+    for (int64_t pad = width - s.len; pad > 0; pad--) emit(to, " ", 1);
+    emit(to, s.data ? s.data : "", (size_t)s.len);
 }
 
-void mica_write_int(int64_t x, int64_t width) {
+void mica_write_int(mica_stream *to, int64_t x, int64_t width) {
     char text[32];
     snprintf(text, sizeof text, "%lld", (long long)x);
-    emit_padded(text, width);
+    emit_padded(to, text, width);
 }
 
-void mica_write_bool(bool x, int64_t width) {
-    emit_padded(x ? "true" : "false", width);
+void mica_write_bool(mica_stream *to, bool x, int64_t width) {
+    emit_padded(to, x ? "true" : "false", width);
 }
 
-void mica_write_f64(double x, int64_t width, int64_t decimals) {
+void mica_write_f64(mica_stream *to, double x, int64_t width, int64_t decimals) {
     char text[40];
     if (decimals >= 0) {
-        write_fixed(x, width, decimals);
+        write_fixed(to, x, width, decimals);
         return;
     }
     shortest_f64(text, x);
-    emit_padded(text, width);
+    emit_padded(to, text, width);
 }
 
-void mica_write_f32(float x, int64_t width, int64_t decimals) {
+void mica_write_f32(mica_stream *to, float x, int64_t width, int64_t decimals) {
     char text[40];
     if (decimals >= 0) {
-        write_fixed((double)x, width, decimals);
+        write_fixed(to, (double)x, width, decimals);
         return;
     }
     shortest_f32(text, x);
-    emit_padded(text, width);
+    emit_padded(to, text, width);
 }
 
 /* Tensors print row-major, elements separated by one space. */
-#define WRITE_INTS(NAME, T)                                          \
-    void NAME(const T *x, int64_t n, int64_t width) {                \
-        for (int64_t i = 0; i < n; i++) {                            \
-            if (i) emit(" ", 1);                                     \
-            mica_write_int((int64_t)x[i], width);                    \
-        }                                                            \
+#define WRITE_INTS(NAME, T)                                            \
+    void NAME(mica_stream *to, const T *x, int64_t n, int64_t width) { \
+        for (int64_t i = 0; i < n; i++) {                              \
+            if (i) emit(to, " ", 1);                                   \
+            mica_write_int(to, (int64_t)x[i], width);                  \
+        }                                                              \
     }
 WRITE_INTS(mica_write_ints, int64_t)
 WRITE_INTS(mica_write_i32s, int32_t)
 WRITE_INTS(mica_write_i8s, int8_t)
 WRITE_INTS(mica_write_u8s, uint8_t)
 
-void mica_write_f64s(const double *x, int64_t n, int64_t width, int64_t decimals) {
+void mica_write_f64s(mica_stream *to, const double *x, int64_t n, int64_t width, int64_t decimals) {
     for (int64_t i = 0; i < n; i++) {
-        if (i) emit(" ", 1);
-        mica_write_f64(x[i], width, decimals);
+        if (i) emit(to, " ", 1);
+        mica_write_f64(to, x[i], width, decimals);
     }
 }
 
-void mica_write_f32s(const float *x, int64_t n, int64_t width, int64_t decimals) {
+void mica_write_f32s(mica_stream *to, const float *x, int64_t n, int64_t width, int64_t decimals) {
     for (int64_t i = 0; i < n; i++) {
-        if (i) emit(" ", 1);
-        mica_write_f32(x[i], width, decimals);
+        if (i) emit(to, " ", 1);
+        mica_write_f32(to, x[i], width, decimals);
     }
 }
 
-void mica_writeln(void) {
-    emit("\n", 1);
-    if (line_buffered) mica_flush();
+void mica_writeln(mica_stream *to) {
+    emit(to, "\n", 1);
+    if (to == &mica_output && line_buffered) mica_flush();
 }
 
 mica_string mica_str_of_f64(double x) {

@@ -73,11 +73,16 @@ mica_string mica_str_sub(mica_string s, int64_t start, int64_t count) {
     return mica_str_lit(s.data + start - 1, count);
 }
 
+/* Where needle next occurs in s at or after from, or -1; an empty needle never does. */
+static int64_t find(mica_string s, mica_string needle, int64_t from) {
+    if (needle.len == 0) return -1;
+    for (int64_t i = from; i + needle.len <= s.len; i++)
+        if (memcmp(s.data + i, needle.data, (size_t)needle.len) == 0) return i;
+    return -1;
+}
+
 int64_t mica_str_pos(mica_string needle, mica_string haystack) {
-    if (needle.len == 0) return 0;
-    for (int64_t i = 0; i + needle.len <= haystack.len; i++)
-        if (memcmp(haystack.data + i, needle.data, (size_t)needle.len) == 0) return i + 1;
-    return 0;
+    return find(haystack, needle, 0) + 1;
 }
 
 int64_t mica_str_ord(mica_string s, int line) {
@@ -97,20 +102,43 @@ mica_string mica_str_of_int(int64_t x) {
     return mica_str_lit(text, n);
 }
 
-int64_t mica_str_to_int(mica_string s, int line) {
+/* The grammar StrToInt, StrToFloat and their Try forms share: the whole text
+ * is the number, with no leading space (strtoll and strtod would skip it). */
+static bool parse_int(mica_string s, int64_t *n) {
     char *end;
     errno = 0;
     long long value = strtoll(bytes(s), &end, 10);
-    if (s.len == 0 || *end != 0 || errno != 0 || isspace((unsigned char)s.data[0]))
-        mica_trapf(line, "'%s' is not an integer", bytes(s));
-    return value;
+    if (s.len == 0 || end != bytes(s) + s.len || errno != 0 || isspace((unsigned char)s.data[0])) return false;
+    *n = value;
+    return true;
+}
+
+static bool parse_f64(mica_string s, double *x) {
+    char *end;
+    double value = strtod(bytes(s), &end);
+    if (s.len == 0 || end != bytes(s) + s.len || isspace((unsigned char)s.data[0])) return false;
+    *x = value;
+    return true;
+}
+
+int64_t mica_str_to_int(mica_string s, int line) {
+    int64_t n;
+    if (!parse_int(s, &n)) mica_trapf(line, "'%s' is not an integer", bytes(s));
+    return n;
 }
 
 double mica_str_to_f64(mica_string s, int line) {
-    char *end;
-    double value = strtod(bytes(s), &end);
-    if (s.len == 0 || *end != 0 || isspace((unsigned char)s.data[0])) mica_trapf(line, "'%s' is not a number", bytes(s));
-    return value;
+    double x;
+    if (!parse_f64(s, &x)) mica_trapf(line, "'%s' is not a number", bytes(s));
+    return x;
+}
+
+bool mica_str_try_int(mica_string s, int64_t *n) {
+    return parse_int(s, n) || mica_fail("'%s' is not an integer", bytes(s));
+}
+
+bool mica_str_try_f64(mica_string s, double *x) {
+    return parse_f64(s, x) || mica_fail("'%s' is not a number", bytes(s));
 }
 
 static mica_string map_bytes(mica_string s, int (*f)(int)) {
@@ -132,4 +160,77 @@ mica_string mica_str_trim(mica_string s) {
     while (start < end && isspace((unsigned char)s.data[start])) start++;
     while (end > start && isspace((unsigned char)s.data[end - 1])) end--;
     return mica_str_lit(s.data + start, end - start);
+}
+
+bool mica_str_starts_with(mica_string s, mica_string prefix) {
+    return prefix.len <= s.len && memcmp(bytes(s), bytes(prefix), (size_t)prefix.len) == 0;
+}
+
+bool mica_str_ends_with(mica_string s, mica_string suffix) {
+    return suffix.len <= s.len && memcmp(bytes(s) + s.len - suffix.len, bytes(suffix), (size_t)suffix.len) == 0;
+}
+
+/* Every occurrence of old, left to right and not overlapping; an empty old
+ * occurs nowhere, so s comes back as it is. */
+mica_string mica_str_replace(mica_string s, mica_string old, mica_string new_text) {
+    int64_t count = 0;
+    for (int64_t at = find(s, old, 0); at >= 0; at = find(s, old, at + old.len)) count++;
+    mica_string r = {s.len + count * (new_text.len - old.len), NULL};
+    r.data = mica_alloc((size_t)r.len + 1, 0);
+    int64_t from = 0, to = 0;
+    for (int64_t at = find(s, old, 0); at >= 0; at = find(s, old, at + old.len)) {
+        memcpy(r.data + to, s.data + from, (size_t)(at - from));
+        to += at - from;
+        memcpy(r.data + to, bytes(new_text), (size_t)new_text.len);
+        to += new_text.len;
+        from = at + old.len;
+    }
+    memcpy(r.data + to, bytes(s) + from, (size_t)(s.len - from));
+    return r;
+}
+
+mica_string mica_str_join(const mica_string *parts, int64_t count, mica_string sep) {
+    int64_t len = 0;
+    for (int64_t i = 0; i < count; i++) len += parts[i].len + (i ? sep.len : 0);
+    mica_string r = {len, mica_alloc((size_t)len + 1, 0)};
+    char *to = r.data;
+    for (int64_t i = 0; i < count; i++) {
+        if (i) {
+            memcpy(to, bytes(sep), (size_t)sep.len);
+            to += sep.len;
+        }
+        memcpy(to, bytes(parts[i]), (size_t)parts[i].len);
+        to += parts[i].len;
+    }
+    return r;
+}
+
+void mica_strings_drop(int64_t *len, mica_string **e) {
+    for (int64_t i = 0; i < *len; i++) mica_str_drop(&(*e)[i]);
+    mica_free(*e);
+    *e = NULL;
+    *len = 0;
+}
+
+/* Append s (taking it) to an array of string growing by doubling. */
+void mica_strings_push(int64_t *len, mica_string **e, int64_t *capacity, mica_string s) {
+    if (*len == *capacity) {
+        int64_t more = *capacity ? *capacity * 2 : 8;
+        *e = mica_resize(*e, *capacity, more, sizeof **e, 0);
+        *capacity = more;
+    }
+    (*e)[(*len)++] = s;
+}
+
+/* The fields between the separators, empty ones kept: n separators make
+ * n + 1 fields, so '' is one empty field. An empty separator separates
+ * nothing: the one field is s. */
+void mica_str_split(mica_string s, mica_string sep, int64_t *len, mica_string **e) {
+    mica_strings_drop(len, e);
+    int64_t capacity = 0, from = 0;
+    for (int64_t at = find(s, sep, 0); at >= 0; at = find(s, sep, from)) {
+        mica_strings_push(len, e, &capacity, mica_str_lit(s.data + from, at - from));
+        from = at + sep.len;
+    }
+    mica_strings_push(len, e, &capacity, mica_str_lit(bytes(s) + from, s.len - from));
 }

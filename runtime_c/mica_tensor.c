@@ -9,14 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void *mica_resize(void *data, int64_t old_count, int64_t new_count, size_t size, int line) {
-    void *fresh = mica_alloc_elements(new_count, size, line);
-    int64_t keep = old_count < new_count ? old_count : new_count;
-    if (data != NULL && keep > 0) memcpy(fresh, data, (size_t)keep * size);
-    mica_free(data);
-    return fresh;
-}
-
 /* rows * cols of a dynamic tensor, which must be a count memory could hold. */
 int64_t mica_extent_product(int64_t rows, int64_t cols, int line) {
     int64_t count;

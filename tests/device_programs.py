@@ -387,9 +387,67 @@ begin
 end.
 """
 
+# Quantizes on the device (ties, both ends of the range, a zero point), multiplies int8 there by
+# matrices and a vector (depth 7: a whole group of four and a part), and dequantizes.
+QUANTIZED = """program Quantized;
+{ Quantize, QuantizeRows, the integer products and Dequantize on the device }
+const
+    R = 5;
+    K = 7;
+    C = 3;
+var
+    x : matrix[R, K] of FLOAT;
+    w : matrix[K, C] of FLOAT;
+    v : vector[K] of FLOAT;
+    s : FLOAT;
+    xd : matrix[R, K] of FLOAT on gpu;
+    wd : matrix[K, C] of FLOAT on gpu;
+    vd : vector[K] of FLOAT on gpu;
+    qd, rq : matrix[R, K] of int8 on gpu;
+    ud : matrix[R, K] of uint8 on gpu;
+    wq : matrix[K, C] of int8 on gpu;
+    vq : vector[K] of int8 on gpu;
+    rs : vector[R] of FLOAT on gpu;
+    pd : matrix[R, C] of int32 on gpu;
+begin
+    Seed(3);
+    Normal(address x, 0.0, 2.0);
+    Normal(address w, 0.0, 1.0);
+    Normal(address v, 0.0, 1.0);
+    s := 0.0625;
+    x[0, 0] := 0.09375;
+    x[0, 1] := 0.15625;
+    x[0, 2] := -0.09375;
+    x[0, 3] := 1000.0;
+    x[0, 4] := -1000.0;
+    xd := ToDevice(x);
+    wd := ToDevice(w);
+    vd := ToDevice(v);
+    Quantize(xd, s, 0, address qd);
+    Quantize(xd, s, 128, address ud);
+    Quantize(wd, 0.02, -3, address wq);
+    Quantize(vd, 0.02, 0, address vq);
+    QuantizeRows(xd, address rq, address rs);
+    WriteLn('q ', ToHost(qd));
+    WriteLn('u ', ToHost(ud));
+    WriteLn('wq ', ToHost(wq));
+    WriteLn('vq ', ToHost(vq));
+    WriteLn('rows ', ToHost(rq));
+    WriteLn('scales ', ToHost(rs));
+    pd := qd * wq;
+    WriteLn('product ', ToHost(pd));
+    WriteLn('unsigned product ', ToHost(ud * wq));
+    WriteLn('vector ', ToHost(qd * vq), ' ', ToHost(rq * vq));
+    WriteLn('dequantized ', ToHost(Dequantize(qd, s, 0)));
+    WriteLn('dequantized u ', ToHost(Dequantize(ud, s, 128)));
+    WriteLn('rows back ', ToHost(Dequantize(rq, 0.01, 0)));
+end.
+"""
+
 ELEMENTWISE_KERNELS = {"add", "sub", "add_rows", "sub_rows", "scale", "divide", "shift", "rsub", "neg", "mul", "div",
                        "scale_at", "divide_at", "shift_at", "rsub_at", "each_tanh"}
-# Each program's kernels: `_FLOAT` is added to a name that has neither placeholder nor a type of its own.
+# Each program's kernels: `_FLOAT` is added to a name that has neither placeholder nor a type of its own
+# (the integer products' names end in their operands' types).
 PROGRAMS = {
     "arithmetic": (ARITHMETIC, ELEMENTWISE_KERNELS | {"convert_OTHER_FLOAT", "convert_FLOAT_OTHER", "scale_OTHER"}),
     "products": (PRODUCTS, {"gemm", "transpose", "causal_mask", "softmax_rows", "scale"}),
@@ -401,5 +459,7 @@ PROGRAMS = {
                                                     "abs", "sin", "cos")}
                   | {"sum", "mean", "max", "softmax_rows", "layernorm_rows", "rmsnorm_rows", "scale", "add_rows",
                      "sub_rows", "neg"}),
+    "quantized": (QUANTIZED, {"quantize_i8_FLOAT", "quantize_u8", "quantize_rows_i8_FLOAT", "dequantize_i8_FLOAT",
+                              "dequantize_u8", "dequantize_i8_f64", "matmul_i32_i8_i8", "matmul_i32_u8_i8"}),
 }
 SHORT = {"float32": "f32", "float64": "f64"}

@@ -714,6 +714,16 @@ class _Compiler:
             integer = (lambda v: np.int64(_signed(v, w))) if st[0] == "s" else (lambda v: np.uint64(_mask(v, w)))
             make = np.float32 if dt == "f32" else np.float64
             return lambda f: f.r.__setitem__(d, from_float(make(integer(a(f))), dt))
+        elif dt == "s64" and st == "f64" and rnd == "rni":
+            # to the nearest integer, halves to even (np.rint), saturating; nan gives 0
+            lo, hi = -(1 << 63), (1 << 63) - 1
+
+            def run(f):
+                x = to_float(a(f), st)
+                v = 0 if np.isnan(x) else max(lo, min(hi, int(np.rint(x)) if np.isfinite(x) else (hi if x > 0 else lo)))
+                f.r[d] = _mask(v, 64)
+
+            return run
         elif dt in INT_TYPES and st in FLOAT_TYPES and rnd == "rzi" and dt[0] == "s":
             w = WIDTH[dt]
             lo, hi = -(1 << (w - 1)), (1 << (w - 1)) - 1
@@ -732,12 +742,18 @@ class _Compiler:
 
     def op_ld(self, mods, ops, text, guard):
         self.expect(mods, [{"global", "local", "param", "const"},
-                           {"f32", "f64", "s64", "u64", "s32", "u32", "b32", "b64"}], text)
+                           {"f32", "f64", "s64", "u64", "s32", "u32", "b32", "b64", "s8", "u8"}], text)
         space, t = mods
         self.arity(ops, 2, text)
-        d = self.dest(ops[0], t)
         sym, at = self.address(ops[1])
         bits = WIDTH[t]
+        if bits == 8:  # a byte into a 32-bit register, sign- or zero-extended by its type
+            if space != "global" or sym is not None:
+                raise InterpreterError(f"{self.fn.name}: {text!r}: bytes are loaded from global memory only")
+            d = self.dest(ops[0], "u32")
+            extend = (lambda v: _mask(_signed(v, 8), 32)) if t == "s8" else (lambda v: v)
+            return lambda f: f.r.__setitem__(d, extend(f.thread.memory.load(at(f), 8)))
+        d = self.dest(ops[0], t)
         if space == "global":
             if sym is not None:
                 raise InterpreterError(f"{self.fn.name}: {text!r}: global address from a symbol")
@@ -763,12 +779,18 @@ class _Compiler:
         return run
 
     def op_st(self, mods, ops, text, guard):
-        self.expect(mods, [{"global", "local", "param"}, {"f32", "f64", "s64", "u64", "s32", "u32", "b32", "b64"}], text)
+        self.expect(mods, [{"global", "local", "param"},
+                           {"f32", "f64", "s64", "u64", "s32", "u32", "b32", "b64", "u8"}], text)
         space, t = mods
         self.arity(ops, 2, text)
         sym, at = self.address(ops[0])
-        v = self.source(ops[1], t)
         bits = WIDTH[t]
+        if bits == 8:  # the low byte of a 32-bit register
+            if space != "global" or sym is not None:
+                raise InterpreterError(f"{self.fn.name}: {text!r}: bytes are stored to global memory only")
+            byte = self.source(ops[1], "u32")
+            return lambda f: f.thread.memory.store(at(f), 8, byte(f))
+        v = self.source(ops[1], t)
         if space == "global":
             if sym is not None:
                 raise InterpreterError(f"{self.fn.name}: {text!r}: global address from a symbol")
@@ -781,6 +803,22 @@ class _Compiler:
             raise InterpreterError(f"{self.fn.name}: {text!r}: not a parameter of that width")
         key = sym.key
         return lambda f: f.p.__setitem__(key, _mask(v(f), bits))
+
+    def op_dp4a(self, mods, ops, text, guard):
+        """d = c + the sum of the four byte products of a and b, each byte signed
+        or unsigned by its operand's type, in 32 bits (wrapping, as the hardware)."""
+        self.expect(mods, [{"s32", "u32"}, {"s32"}], text)
+        self.arity(ops, 4, text)
+        d, a, b, c = self.dest(ops[0], "s32"), self.source(ops[1], "u32"), self.source(ops[2], "u32"), \
+            self.source(ops[3], "s32")
+        byte_a = (lambda v: _signed(v, 8)) if mods[0] == "s32" else (lambda v: _mask(v, 8))
+
+        def run(f):
+            x, y = a(f), b(f)
+            total = sum(byte_a(x >> (8 * t)) * _signed(y >> (8 * t), 8) for t in range(4))
+            f.r[d] = _mask(_signed(c(f), 32) + total, 32)
+
+        return run
 
     def op_bra(self, mods, ops, text, guard):
         self.expect(mods, [{"uni"}] if mods else [], text)

@@ -42,6 +42,29 @@ def test_build_follows_a_symlink_and_keeps_it(hello, tmp_path):
     assert subprocess.run([str(tmp_path / "app")], capture_output=True, text=True).stdout == "hello\n"
 
 
+def test_build_symbols_keeps_what_a_profiler_reads_and_the_same_output(hello, tmp_path):
+    """--symbols keeps the symbol table (the program's and the runtime's functions) and
+    line tables at the fast tier, which strips them otherwise; the program runs the same."""
+    from elftools.elf.elffile import ELFFile
+
+    def functions(binary: Path) -> set[str]:
+        with binary.open("rb") as f:
+            table = ELFFile(f).get_section_by_name(".symtab")
+            return {s.name for s in table.iter_symbols()} if table else set()
+
+    def has_lines(binary: Path) -> bool:
+        with binary.open("rb") as f:
+            return ELFFile(f).get_section_by_name(".debug_line") is not None
+
+    plain, profiled = tmp_path / "plain", tmp_path / "profiled"
+    assert micatool("build", "--tier", "fast", str(hello), "-o", str(plain)).returncode == 0
+    assert micatool("build", "--tier", "fast", "--symbols", str(hello), "-o", str(profiled)).returncode == 0
+    assert functions(plain) == set() and not has_lines(plain)
+    assert {"mica_program", "mica_flush"} <= functions(profiled) and has_lines(profiled)
+    for binary in (plain, profiled):
+        assert subprocess.run([str(binary)], capture_output=True, text=True).stdout == "hello\n"
+
+
 def test_build_writes_through_a_device_instead_of_replacing_it(hello):
     if not os.path.exists("/dev/null") or os.path.isfile("/dev/null"):
         pytest.skip("no /dev/null device here")

@@ -79,3 +79,17 @@ def test_a_stage_stops_at_the_error_limit(tmp_path, capsys):
     assert lines[0] == f"{program}:3:5: analyzer error 3001: unknown name 'u0'"
     assert lines[-1] == f"{program}:102:5: analyzer error 3001: unknown name 'u99'"
     assert err.endswith("\nmicatool: stopped after 100 errors; fix these and check again\n")
+
+
+def test_check_reads_a_large_body_a_statement_at_a_time_and_still_says_what_a_build_would(tmp_path, capsys):
+    """`check` analyzes the main body as it parses it; a syntax error after 100 errors in the
+    statements before it is still the one reported, as when the whole tree is built first."""
+    program = tmp_path / "late.mica"
+    program.write_text("program P;\nbegin\n" + "".join(f"    u{i} := 1;\n" for i in range(150)) + "    x := ;\nend.\n")
+    assert main(["check", str(program)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{program}:153:10: analyzer error 2003: unexpected ';'")
+    assert "3001" not in err
+    fine = tmp_path / "fine.mica"
+    fine.write_text("program P;\nvar a : integer;\nbegin\n" + "    a := a + 1;\n" * 1000 + "    WriteLn(a);\nend.\n")
+    assert main(["check", str(fine)]) == 0

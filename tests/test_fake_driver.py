@@ -122,7 +122,7 @@ def test_the_device_prints_what_the_host_prints(program, element, fake_cuda, tmp
     host, device, launched = run_both(fake_cuda, tmp_path, text, program)
     assert device.splitlines() == host.splitlines()  # a difference shows by line
     assert len(host.splitlines()) >= 10
-    names = (k if "FLOAT" in k or "OTHER" in k or k.endswith(("_f32", "_f64")) else k + "_FLOAT" for k in kernels)
+    names = (k if "FLOAT" in k or "OTHER" in k or k.endswith(("_f32", "_f64", "_i8")) else k + "_FLOAT" for k in kernels)
     expected = {"mica_" + k.replace("FLOAT", SHORT[element]).replace("OTHER", SHORT[other]) for k in names}
     assert set(launched) == expected
 
@@ -431,3 +431,36 @@ end.
 """
     host, device, launched = run_both(fake_cuda, tmp_path, text, "unwritten")
     assert device == host == "0.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0\n" and launched == ["mica_add_f32"]
+
+
+QUANTIZE_TRAPS = [
+    ("Quantize(xd, 0.5, 0, address qd)", "Quantize of a NaN"),
+    ("Quantize(xd, 0.0, 0, address qd)", "Quantize with scale 0: the scale must be a nonzero number"),
+    ("QuantizeRows(xd, address qd, address sd)", "QuantizeRows of a NaN"),
+    ("QuantizeRows(yd, address qd, address sd)", "QuantizeRows of an infinity"),
+]
+
+
+@pytest.mark.parametrize("call, message", QUANTIZE_TRAPS, ids=["nan", "zero scale", "rows nan", "rows inf"])
+def test_quantizing_on_the_device_traps_as_the_host_does(call, message, fake_cuda, tmp_path):
+    """The kernels flag what the C traps on; the host then traps at the line with the C's message."""
+    text = f"""program Traps;
+var
+    x, y : matrix[2, 3] of float32;
+    xd, yd : matrix[2, 3] of float32 on gpu;
+    qd : matrix[2, 3] of int8 on gpu;
+    sd : vector[2] of float32 on gpu;
+begin
+    x := [[1.0, 2.0, 3.0], [4.0, Sqrt(-1.0), 6.0]];
+    y := [[1.0, 2.0, 3.0], [4.0, 1.0 / 0.0, 6.0]];
+    xd := ToDevice(x);
+    yd := ToDevice(y);
+    WriteLn('before');
+    {call};
+    WriteLn('after');
+end.
+"""
+    host = run(build_text(tmp_path, host_twin(text), "traps_host.mica"))
+    device, _ = run_on(fake_cuda, build_text(tmp_path, text, "traps.mica"), tmp_path)
+    assert (host.returncode, host.stdout, host.stderr) == (1, "before\n", f"traps_host.mica:13: {message}\n")
+    assert (device.returncode, device.stdout, device.stderr) == (1, "before\n", f"traps.mica:13: {message}\n")

@@ -1,6 +1,8 @@
 """The GPT example in a small configuration: its loss column, digit for digit,
 on x86_64 and aarch64, a resumed run that ends bit-identical to a straight one,
-and examples/gpt/to_torch.py reproducing its validation loss from a checkpoint.
+examples/gpt/to_torch.py reproducing its validation loss from a checkpoint, and
+the int8 model of --int8: its record on both targets, its loss beside float32's,
+and its checkpoint's int8 weights against the float32 ones they quantize.
 
 The configuration shrinks the constants at the top of examples/gpt/gpt.mica;
 tests/records/gpt_small.txt is the record (the tokens/s column removed).
@@ -21,6 +23,7 @@ from helpers import EXAMPLES, build_text
 SMALL = {"B": 8, "T": 16, "C": 32, "H": 2, "HS": 16, "L": 1, "Mlp": 128, "DefaultSteps": 150, "Warmup": 10,
          "EvalEvery": 50, "EvalWindows": 2, "SampleLength": 120}
 RECORD = Path(__file__).parent / "records" / "gpt_small.txt"
+INT8_RECORD = Path(__file__).parent / "records" / "gpt_small_int8.txt"
 
 pytestmark = pytest.mark.slow
 
@@ -50,8 +53,10 @@ def train(work: Path, target: str, tier: str, *args: str, qemu: str | None = Non
 
 
 def without_rates(output: str) -> str:
-    """The loss column without tokens/s, which depends on the machine."""
-    return re.sub(r"^(\s*\d+\s+[\d.]+\s+[\d.]+)\s+\d+$", r"\1", output, flags=re.M)
+    """The loss column without tokens/s, and no sampling rates: they depend on the machine."""
+    output = re.sub(r"^(\s*\d+\s+[\d.]+\s+[\d.]+)\s+\d+$", r"\1", output, flags=re.M)
+    return re.sub(r"^sampling tokens/s: float32 \d+, int8 \d+$", "sampling tokens/s: float32 N, int8 N", output,
+                  flags=re.M)
 
 
 def test_the_loss_column_matches_the_record(work):
@@ -98,3 +103,53 @@ def test_to_torch_reproduces_the_validation_loss(work):
     corpus = (EXAMPLES / "gpt" / "corpus.txt").read_text()
     assert len(text) == SMALL["T"] + 200 and set(text) <= set(corpus)
     assert text.startswith(corpus[len(corpus) * 9 // 10:][:SMALL["T"]])  # the held-out text it continues
+
+
+def int8_run(work: Path, target: str = "x86_64-linux", qemu: str | None = None) -> str:
+    checkpoint = work / f"int8-{target}.safetensors"
+    return without_rates(train(work, target, "fast", "--int8", "--save-int8", str(checkpoint),
+                               "--save", str(work / f"float-{target}.safetensors"), qemu=qemu))
+
+
+def test_the_int8_model_matches_its_record(work):
+    assert int8_run(work) == INT8_RECORD.read_text()
+
+
+@pytest.mark.qemu
+def test_aarch64_int8_model_matches_the_record(work, aarch64):
+    assert int8_run(work, "aarch64-linux", qemu=aarch64) == INT8_RECORD.read_text()
+
+
+def test_the_int8_loss_stays_within_two_percent_of_float32():
+    record = INT8_RECORD.read_text()
+    float_loss = float(re.search(r"^validation loss ([\d.]+) against", record, re.M).group(1))
+    int8_loss, change = re.search(r"^int8 model: validation loss ([\d.]+), ([-+\d.]+)% from float32's$", record,
+                                  re.M).groups()
+    assert abs(float(int8_loss) - float_loss) / float_loss < 0.02
+    assert float(change) == pytest.approx(100 * (float(int8_loss) - float_loss) / float_loss, abs=0.01)
+
+
+def test_the_int8_checkpoint_holds_each_weight_quantized_per_column(work):
+    """Read by Python's safetensors: each int8 weight is its float32 weight over its
+    column's scale (max |column| / 127), rounded half to even, as numpy computes it."""
+    np = pytest.importorskip("numpy")
+    from safetensors.numpy import load_file
+
+    if not (work / "int8-x86_64-linux.safetensors").exists():
+        int8_run(work)
+    quantized = load_file(str(work / "int8-x86_64-linux.safetensors"))
+    weights = load_file(str(work / "float-x86_64-linux.safetensors"))
+    C, H, L = SMALL["C"], SMALL["H"], SMALL["L"]
+    pairs = [(f"twins[{k}].{w}[{h}]", f"qmodel.blocks[{k}].{w}[{h}]", f"qmodel.blocks[{k}].s{w[1]}[{h}]")
+             for k in range(L) for h in range(H) for w in ("wq", "wk", "wv", "wo")]
+    pairs += [(f"twins[{k}].{w}", f"qmodel.blocks[{k}].{w}", f"qmodel.blocks[{k}].s{w[1]}")
+              for k in range(L) for w in ("w1", "w2")]
+    for float_name, q_name, scale_name in pairs:
+        w, q, s = weights[float_name], quantized[q_name], quantized[scale_name]
+        assert q.dtype == np.int8 and q.shape == w.shape and s.shape == (w.shape[1],)
+        assert np.array_equal(s, np.abs(w).max(axis=0) / np.float32(127))
+        assert np.array_equal(q, np.clip(np.round(w / s), -127, 127).astype(np.int8))
+        assert (np.abs(q).max(axis=0) == 127).all()
+    wte, head, scales = weights["embed.wte"], quantized["qmodel.head"], quantized["qmodel.headScales"]
+    assert head.shape == (C, wte.shape[0])
+    assert np.array_equal(head.T, np.clip(np.round(wte / scales[:, None]), -127, 127).astype(np.int8))

@@ -72,9 +72,10 @@ def test_ptxas_assembles_every_kernel(target, module_text, tmp_path):
 
 def test_every_family_and_type_is_rendered():
     families = {(k.family, k.dtype) for k in ptx.KERNELS.values()}
-    assert families == {(f, t) for f in ptx.FAMILIES for t in ptx.DTYPES}
+    assert families == {(f, t) for f in ptx.FAMILIES for t in ptx.DTYPES} | set(ptx.INTEGER_FAMILIES.items())
     for name, k in ptx.KERNELS.items():
-        assert name.startswith("mica_") and name.endswith("_" + k.dtype) or name.startswith("mica_convert_")
+        assert name.startswith("mica_") and name.endswith("_" + k.dtype) or name.startswith("mica_convert_") \
+            or name.startswith("mica_matmul_i32_") and k.family in ptx.INTEGER_FAMILIES
 
 
 def test_render_writes_one_header_and_only_the_functions_needed():
@@ -640,14 +641,84 @@ def optimizer_cases(name: str, op: str, g: Gen) -> list[Case]:
     raise AssertionError(f"no test cases for {name}")
 
 
+QUANTIZED = {"i8": (np.int8, -128, 127), "u8": (np.uint8, 0, 255)}
+
+
+def quantize_inputs(g: Gen, scale: float) -> np.ndarray:
+    """Random values across the range and past it, exact ties (k + 0.5) * scale, the
+    ends +-2^61 * scale where the C stops rounding and saturates, infinities and zeros."""
+    ties = (np.arange(-8, 8) + 0.5) * scale
+    ends = np.array([2.0**61, -(2.0**61), 2.0**62, -(2.0**62)]) * scale
+    edges = np.array([np.inf, -np.inf, 0.0, -0.0, 1e6 * scale, -1e6 * scale, 127.5 * scale, -128.5 * scale,
+                      255.5 * scale])
+    x = np.concatenate([g.rng.standard_normal(40) * 100 * scale, ties, ends, edges]).astype(g.dt)
+    return np.concatenate([x, np.nextafter(x[-13:-9], g.dt(np.inf))])
+
+
+def quantized_cases(name: str, op: str, g: Gen) -> list[Case]:
+    if op.startswith("quantize_") and op != "quantize_rows_i8":
+        out = []
+        for scale, zero in ((0.25, 0), (0.1, 3), (-0.37, -7), (1e-30, 100), (3.0, -300)):
+            x = quantize_inputs(g, scale)
+            out.append(Case(name, [Buf(np.full(len(x), 0x5A, np.uint8)), Buf(np.zeros(1, np.int32)), Buf(x),
+                                   Int(len(x)), Scalar(g.dt(scale)), Int(zero)]))
+        x = quantize_inputs(g, 0.5)
+        x[[3, 17]] = np.nan
+        out.append(Case(name, [Buf(np.full(len(x), 0x5A, np.uint8)), Buf(np.zeros(1, np.int32)), Buf(x),
+                               Int(len(x)), Scalar(g.dt(0.5)), Int(1)], note="nans"))
+        return out
+    if op.startswith("dequantize_"):
+        qt, low, high = QUANTIZED[op[-2:]]
+        q = np.concatenate([np.arange(low, high + 1), g.rng.integers(low, high + 1, 20)]).astype(qt)
+        return [Case(name, [g.B(len(q)), Buf(q), Int(len(q)), Scalar(g.dt(s)), Int(z)])
+                for s, z in ((0.1, 0), (-3.7, 5), (1e-3, -200), (np.inf, 0))]
+    if op == "quantize_rows_i8":
+        out = []
+        for rows, cols in ((1, 1), (4, 9), (3, 33)):
+            x = g.R(rows * cols, 6)
+            x[0] = 0.0
+            out.append(Case(name, [Buf(np.full(rows * cols, 0x5A, np.uint8)), g.B(rows), Buf(np.zeros(1, np.int32)),
+                                   Buf(x), Int(rows), Int(cols)]))
+        x = g.R(5 * 6)
+        x[0:6] = 0.0  # a row of zeros: scale 0, q 0
+        x[6:12] = [-2.0, 2.0, 1.0, -1.0, 0.5, 0.0]  # a tie for the largest, of both signs
+        x[12:18] = (np.arange(6) + 0.5) * (2.0 / 127)  # ties at the scale 2/127
+        x[14], x[15] = 2.0, -0.0
+        x[19], x[26] = np.nan, np.inf  # rows 3 and 4: the C traps, the kernel flags
+        out.append(Case(name, [Buf(np.full(30, 0x5A, np.uint8)), g.B(5), Buf(np.zeros(1, np.int32)), Buf(x),
+                               Int(5), Int(6)], note="zeros, ties, a nan, an inf"))
+        return out
+    raise AssertionError(f"no test cases for {name}")
+
+
+def integer_product_cases(name: str, rng) -> list[Case]:
+    """Every depth 1..9 (whole and partial groups of four), 0 and 37, shapes no multiple of
+    anything, vectors (n = 1), and the range's ends, which show each byte's signedness."""
+    low = -128 if "_i8_i8" in name else 0
+    a_type = np.int8 if low else np.uint8
+    out = []
+    for m, k, n in [(3, d, 5) for d in range(1, 10)] + [(1, 1, 1), (7, 37, 2), (5, 13, 1), (2, 0, 3), (1, 4, 1)]:
+        a = rng.integers(low, low + 256, m * k).astype(a_type)
+        b = rng.integers(-128, 128, k * n).astype(np.int8)
+        out.append(Case(name, [Buf(np.full(m * n, 0x5A5A5A5A, np.int32)), Buf(a), Buf(b), Int(m), Int(k), Int(n)]))
+    a = np.full(4 * 6, low).astype(a_type)  # -128 or 0, and 127 or 255
+    a[::5] = low + 255
+    b = np.full(6 * 3, -128, np.int8)
+    b[1::4] = 127
+    out.append(Case(name, [Buf(np.zeros(12, np.int32)), Buf(a), Buf(b), Int(4), Int(6), Int(3)], note="ends"))
+    return out
+
+
 FAMILY_CASES = {
     "elementwise": elementwise_cases, "reductions": reduction_cases, "rows": row_cases, "gather": gather_cases,
-    "products": product_cases, "images": image_cases, "optimizers": optimizer_cases,
+    "products": product_cases, "images": image_cases, "optimizers": optimizer_cases, "quantized": quantized_cases,
 }
 
 
 def cases_for(name: str, k: ptx.Kernel, rng) -> list[Case]:
     """The cases that run kernel `name`: argument lists in its parameter order."""
+    if k.family in ptx.INTEGER_FAMILIES:
+        return integer_product_cases(name, rng)
     op = "convert" if name.startswith("mica_convert_") else name[len("mica_"): -len("_" + k.dtype)]
     return FAMILY_CASES[k.family](name, op, Gen(rng, k.dtype))
 

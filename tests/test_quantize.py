@@ -115,6 +115,21 @@ def test_a_zero_scale_traps_at_its_line(tmp_path):
     assert result.stderr == "prog.mica:5: Quantize with scale 0: the scale must be a nonzero number\n"
 
 
+def test_an_integer_product_bound_too_deep_traps_at_its_line(tmp_path):
+    """A routine's depth is a shape variable, so the bound is checked per call: 3 runs, 65537 traps."""
+    text = ("program Deep;\n"
+            "function Product(a : matrix[1, K] of int8; b : matrix[K, 1] of int8) : matrix[1, 1] of int32;\n"
+            "begin\n    result := a * b;\nend;\n"
+            "var a : matrix[1, 3] of int8; b : matrix[3, 1] of int8;\n"
+            "    wide : matrix[1, 65537] of int8; deep : matrix[65537, 1] of int8;\n"
+            "begin\n    a[0, 2] := 5; b[2, 0] := -7;\n    WriteLn(Product(a, b));\n"
+            "    WriteLn(Product(wide, deep));\nend.\n")
+    result = run(build_text(tmp_path, text))
+    assert (result.returncode, result.stdout) == (1, "-35\n")
+    assert result.stderr == ("prog.mica:4: an integer product sums at most 65536 products exactly in int32; "
+                             "this one sums 65537\n")
+
+
 PRODUCTS = [("int8", (5, 7), (7, 3)), ("uint8", (1, 17), (17, 1)), ("int8", (9, 13), (13,)), ("uint8", (4, 33), (33,)),
             ("uint8", (3, 65), (65, 6))]
 

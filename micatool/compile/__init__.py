@@ -55,13 +55,25 @@ def parse(source: SourceFile):
 RECURSION_LIMIT = 20_000
 
 
-def front_end(source: SourceFile) -> Analysis:
+def front_end(source: SourceFile, keep_tree: bool = True) -> Analysis:
+    """The analyzed program. Without keep_tree (`micatool check`), the main body is
+    parsed and checked one statement at a time and nothing of it is kept: its
+    statements are gone from the Analysis, and memory stays that of one statement."""
     sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     # The tree only grows while it is built and analyzed: the cycle collector would
     # rescan all of it again and again (half the front end's time on large programs).
     collecting = gc.isenabled()
     gc.disable()
     try:
+        if not keep_tree:
+            try:
+                return analyze(source, descent.parse_streaming(source.text))
+            except (descent.Fallback, RecursionError):
+                pass  # a syntax error somewhere: the whole-tree path below explains it
+            except CompileError as e:
+                if not e.stopped:  # the whole program was read: these are its diagnostics
+                    raise
+                # stopped at 100 errors before the end, where a syntax error may wait: start over
         return analyze(source, parse(source))
     finally:
         if collecting:

@@ -22,10 +22,11 @@ from .types import (
     INT8,
     INT32,
     INTEGER,
+    REGEX,
+    STREAM,
     STRING,
     UINT8,
     Array,
-    Opaque,
     Record,
     Scalar,
     Tensor,
@@ -86,8 +87,10 @@ class CTypes:
     def name(self, t: Type) -> str:
         if isinstance(t, Scalar):
             return SCALAR_C[t]
-        if isinstance(t, Opaque):
-            return f"mica_{t.name}"
+        if t == STREAM:
+            return "mica_stream *"
+        if t == REGEX:
+            return "mica_regex"
         if isinstance(t, Record):
             key = id(t)
             if key not in self.record_names:
@@ -168,8 +171,10 @@ static {name} {name}__copy({name} a) {{
         """The C function doing op (drop, copy, assign, move) for values of type t."""
         if t == STRING:
             return f"mica_str_{op}"
-        if isinstance(t, Opaque):
-            return f"mica_{t.name}_{op}"
+        if t == STREAM:  # never copied (the analyzer refuses it): only dropped
+            return f"mica_stream_{op}"
+        if t == REGEX:
+            return f"mica_regex_{op}"
         if isinstance(t, Tensor) and t.on_gpu:
             return f"mica_dev_{op}"
         if isinstance(t, Tracked) and not isinstance(t.inner, Tensor | Scalar):

@@ -69,6 +69,16 @@ _ATOM_STARTS = frozenset(["INT", "FLOAT", "STRING", "true", "false", "NAME", "("
 
 def parse(text: str) -> ast.Program:
     """The program's tree, or Fallback (RecursionError on absurd nesting) when lark must speak."""
+    program = Parser(text).start()
+    program.body = list(program.body)
+    return program
+
+
+def parse_streaming(text: str) -> ast.Program:
+    """The program's tree with its main body still to be read: `body` parses one
+    statement each time it is asked for the next, so a checker that looks at each
+    statement once holds one at a time, not a 10 MB program's millions of nodes.
+    Fallback and RecursionError come where parse raises them, while `body` is read."""
     return Parser(text).start()
 
 
@@ -133,14 +143,17 @@ class Parser:
         self.expect(";")
         decls, tallest = self.declarations(routines=True)
         self.expect("begin")
-        body = self.stmt_list()
+        return ast.Program(line, col, name, decls, self.main_body(tallest))
+
+    def main_body(self, tallest: int):
+        """The main block's statements, one at a time, then the end of the program."""
+        yield from self.statements()
         tallest = max(tallest, self.height)
         self.expect("end")
         self.expect(".")
         self.height = tallest + 1
         if self.kind != "EOF" or self.too_large or self.height > MAX_NESTING:
             raise Fallback
-        return ast.Program(line, col, name, decls, body)
 
     def declarations(self, routines: bool) -> tuple[list, int]:
         """The sections before a `begin`, flattened, and the tallest one's height."""
@@ -341,16 +354,21 @@ class Parser:
     # -- statements
 
     def stmt_list(self) -> list:
-        stmts, tallest = [], 0
+        return list(self.statements())
+
+    def statements(self):
+        """stmt_list's statements as they are parsed (empty ones left out); then
+        self.height is the list's."""
+        tallest = 0
         while True:
             stmt = self.stmt()
             if self.height > tallest:
                 tallest = self.height
             if stmt.__class__ is not ast.Empty:
-                stmts.append(stmt)
+                yield stmt
             if self.kind != ";":
                 self.height = tallest + 1
-                return stmts
+                return
             self.advance()
 
     def stmt(self):

@@ -31,8 +31,11 @@ import jinja2
 
 from ..diagnostics import InternalError
 
-FAMILIES = ("elementwise", "reductions", "rows", "products", "gather", "images", "optimizers")
+FAMILIES = ("elementwise", "reductions", "rows", "products", "gather", "images", "optimizers", "quantized")
 DTYPES = ("f32", "f64")
+# Families of integer kernels, rendered once: their kernels keep the C names
+# (mica_matmul_i32_i8_i8), and their type is the result's.
+INTEGER_FAMILIES = {"integer_products": "i32"}
 # Every binary's PTX and `micatool emit-ptx` open with these bytes, so they still
 # name the module where the renderer was first written (micatool.link.ptx).
 HEADER = (
@@ -320,6 +323,11 @@ def _index() -> dict[str, Kernel]:
                 if kind != "kernel" or name in kernels:
                     raise PtxError(f"{family}.ptx.j2 ({dtype}): {name} is marked twice or is no kernel")
                 kernels[name] = _kernel(family, dtype, name, attributes, text)
+    for family, dtype in INTEGER_FAMILIES.items():
+        for kind, name, attributes, text in _chunks(render_template(family, dtype)):
+            if kind != "kernel" or name in kernels:
+                raise PtxError(f"{family}.ptx.j2: {name} is marked twice or is no kernel")
+            kernels[name] = _kernel(family, dtype, name, attributes, text)
     return kernels
 
 
@@ -380,6 +388,8 @@ def signatures_header() -> str:
     its last `_f32`/`_f64`) and that suffix, so the C never types a signature."""
     table: dict[str, dict[str, str]] = {}
     for name, kernel in KERNELS.items():
+        if kernel.family in INTEGER_FAMILIES:  # the tape records float operations only
+            continue
         base, _, suffix = name.rpartition("_")
         if suffix not in DTYPES:
             raise PtxError(f"{name}: a kernel's name ends in _f32 or _f64, for mica_gpu_tape.c's K")

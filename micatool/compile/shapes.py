@@ -9,6 +9,10 @@ from __future__ import annotations
 from .types import Array, Dim, Tensor, Tracked, Type
 
 
+# An int8 product is at most 255 * 128 < 2^15: 2^16 of them sum exactly in int32.
+INTEGER_PRODUCT_DEPTH = 1 << 16
+
+
 class ShapeMismatch(Exception):
     pass
 

@@ -56,22 +56,6 @@ SCALARS = {t.name: t for t in (INTEGER, INT32, INT8, UINT8, FLOAT32, FLOAT64, BO
 SCALARS["int64"] = INTEGER
 
 
-@dataclass(frozen=True)
-class Opaque(Type):
-    """A value the runtime keeps behind a handle it shares (a compiled regex):
-    no arithmetic, no printing; its C type and its drop, copy, assign and move
-    are the runtime's mica_<name>..."""
-
-    name: str
-
-    def __str__(self) -> str:
-        return self.name
-
-
-REGEX = Opaque("regex")
-OPAQUES = {t.name: t for t in (REGEX,)}
-
-
 def format_dim(dim: Dim) -> str:
     return str(dim)
 
@@ -172,6 +156,30 @@ class Tracked(Type):
 
 
 @dataclass(frozen=True)
+class Stream(Type):
+    """An open file or a standard stream. It owns an OS resource, so it is never
+    copied: it lives in a variable and is lent by `address`."""
+
+    def __str__(self) -> str:
+        return "stream"
+
+
+STREAM = Stream()
+
+
+@dataclass(frozen=True)
+class Regex(Type):
+    """A compiled pattern. It never changes, so copies share it: the runtime
+    counts the places holding it, and the last one frees it."""
+
+    def __str__(self) -> str:
+        return "regex"
+
+
+REGEX = Regex()
+
+
+@dataclass(frozen=True)
 class ErrorType(Type):
     """Stands for an expression that already has an error; silences follow-on errors."""
 
@@ -192,6 +200,7 @@ VOID = VoidType()
 
 
 SCALAR_BYTES = {"integer": 8, "int32": 4, "int8": 1, "uint8": 1, "float32": 4, "float64": 8, "boolean": 1, "string": 16}
+HANDLE_BYTES = 8  # a stream or a regex is a pointer to what the runtime holds
 
 
 def storage_bytes(t: Type) -> int:
@@ -205,8 +214,8 @@ def storage_bytes(t: Type) -> int:
         return 16 if t.is_dynamic else t.length * storage_bytes(t.element)
     if isinstance(t, Record):
         return sum(storage_bytes(f) for _, f in t.fields)
-    if isinstance(t, Opaque):
-        return 8
+    if t in (STREAM, REGEX):
+        return HANDLE_BYTES
     return 0
 
 
@@ -249,8 +258,9 @@ def holds_dynamic(t: Type) -> bool:
 
 
 def needs_drop(t: Type) -> bool:
-    """Does a value of this type own heap storage (strings, dynamic arrays and tensors, handles)?"""
-    if t == STRING or isinstance(t, Opaque):
+    """Does a value of this type own heap storage (strings, dynamic arrays and tensors,
+    compiled regexes) or an open stream?"""
+    if t in (STRING, STREAM, REGEX):
         return True
     if isinstance(t, Tensor):
         return t.is_dynamic or t.on_gpu  # heap storage, or device storage

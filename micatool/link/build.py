@@ -34,12 +34,13 @@ def reproducible(work: str) -> list[str]:
     return [f"-ffile-prefix-map={work}=.", f"-ffile-prefix-map={runtime_dir()}=runtime_c", "-fdebug-compilation-dir=."]
 
 
-def runtime_library(target: targets.Target, tier: str) -> Path:
-    """libmica.a for target and tier, built on first use and cached."""
-    flags = targets.tier_flags(tier)
+def runtime_library(target: targets.Target, tier: str, symbols: bool = False) -> Path:
+    """libmica.a for target and tier (with symbols and frame pointers, or not), built on first use and cached."""
+    flags = targets.tier_flags(tier, symbols)
     key = digest(zig.zig_version(), target.triple, *flags, *reproducible("<work>"),
                  *(p.name + p.read_text() for p in runtime_sources()))
-    archive = cache_dir() / "runtime" / f"{target.name}-{tier}-{key[:16]}" / "libmica.a"
+    kind = f"{tier}-symbols" if symbols else tier
+    archive = cache_dir() / "runtime" / f"{target.name}-{kind}-{key[:16]}" / "libmica.a"
     if archive.exists():
         return archive
     with progress.step(f"building the runtime for {target.name} ({tier}); a target's first build takes a minute"), \
@@ -63,12 +64,12 @@ def flavour(program: CProgram, target: targets.Target) -> targets.Target:
     return targets.gpu_flavour(target) if program.uses_gpu else target
 
 
-def build(program: CProgram, target: targets.Target, tier: str, output: Path) -> None:
+def build(program: CProgram, target: targets.Target, tier: str, output: Path, symbols: bool = False) -> None:
     """Compile the program's C for target at tier into the binary `output`: static, or
-    the glibc flavour for a GPU program."""
+    the glibc flavour for a GPU program; with symbols kept for a profiler, or stripped."""
     target = flavour(program, target)
-    library = runtime_library(target, tier)
-    flags = targets.tier_flags(tier) + targets.TIER_LINK_FLAGS[tier] + list(target.link_flags)
+    library = runtime_library(target, tier, symbols)
+    flags = targets.tier_flags(tier, symbols) + targets.link_flags(tier, symbols) + list(target.link_flags)
     sweep_stale_work()
     with progress.step(f"compiling for {target.name} ({tier})"), tempfile.TemporaryDirectory(prefix="mica-build-") as work:
         c_file = Path(work) / "program.c"

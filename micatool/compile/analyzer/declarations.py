@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from .. import ast
 from ..symbols import ConstSymbol, RoutineSymbol, Scope, ShapeVarSymbol, Symbol, TypeSymbol, VarSymbol
-from ..types import ERROR, ErrorType, Tensor, Type, has_tracked, is_tracked, plain, storage_bytes
-from .rules import GLOBALS_LIMIT_BYTES, not_addressable
+from ..types import ERROR, STREAM, ErrorType, Tensor, Type, has_tracked, is_tracked, plain, storage_bytes
+from .rules import GLOBALS_LIMIT_BYTES, STREAM_ALONE, STREAM_COPIED, not_addressable
 
 
 class Declarations:
@@ -96,10 +96,15 @@ class Declarations:
                                           "only the program's var section may")
             if by_address and has_tracked(t):
                 self.a.error(param, 5119, not_addressable(t))
+            if t == STREAM and not by_address:
+                t = self.a.error(param, 5020, STREAM_COPIED.format(
+                    f"declare the parameter 'address {param.name} : stream' and lend it with 'address'"))
             routine.params.append(VarSymbol(param.name, param.pos, t, "param", by_address=by_address))
         routine.shape_vars = shape_vars
         if decl.result is not None:
             routine.result = self.a.type_syntax.resolve_type(decl.result, known_shape_vars=set(shape_vars))
+            if routine.result == STREAM:
+                routine.result = self.a.error(decl.result, 5021, STREAM_ALONE.format("a function's result"))
 
     def routine_body(self, routine: RoutineSymbol) -> None:
         decl = routine.decl

@@ -294,8 +294,9 @@ class Expressions:
             return ERROR
         if (op in COMPARISONS or op in LOGICAL) and (residency.on_gpu(lt) or residency.on_gpu(rt)):
             return self.a.error(e, 7010, f"'{op}' decides on the host; bring the GPU value there first with ToHost")
+        integer_product = op == "*" and element_of(lt) in (INT8, UINT8) and element_of(rt) == INT8
         for operand, t in ((e.left, lt), (e.right, rt)):
-            if residency.on_gpu(t) and not element_of(t).is_float:
+            if residency.on_gpu(t) and not element_of(t).is_float and not integer_product:
                 return self.a.error(operand, 7012, f"{residency.describe(operand)} holds integers on the GPU, where "
                                                  f"they are storage (ids, targets), not numbers to compute with; "
                                                  f"compute on the host and move the result with ToDevice")
@@ -373,10 +374,11 @@ class Expressions:
             result = shapes.product(lp, rp)
         except shapes.ShapeMismatch as why:
             return self.a.error(e, 6007, f"cannot multiply '{lt}' by '{rt}': {why}")
-        if lp.shape[-1] > INTEGER_PRODUCT_DEPTH:
-            return self.a.error(e, 4022, f"an integer product sums at most {INTEGER_PRODUCT_DEPTH} products "
-                                         f"exactly in int32; this one sums {lp.shape[-1]}")
-        return Tensor(INT32, result.shape)
+        depth = lp.shape[-1]  # a shape variable's binding is checked where the routine is lowered
+        if isinstance(depth, int) and depth > shapes.INTEGER_PRODUCT_DEPTH:
+            return self.a.error(e, 4022, f"an integer product sums at most {shapes.INTEGER_PRODUCT_DEPTH} "
+                                         f"products exactly in int32; this one sums {depth}")
+        return Tensor(INT32, result.shape, 0, lp.on_gpu)
 
     def constants_fit(self, e: ast.Binary, element: Scalar) -> bool:
         """A constant computed in float32 must not round to infinity there (4030)."""
@@ -448,9 +450,6 @@ class Expressions:
                 return None
         return value
 
-
-# An int8 product is at most 255 * 128 < 2^15: 2^16 of them sum exactly in int32.
-INTEGER_PRODUCT_DEPTH = 1 << 16
 
 # The method that checks each kind of node: expr_Name checks an ast.Name.
 _EXPR_CHECKS = {getattr(ast, name[5:]): method for name, method in vars(Expressions).items()

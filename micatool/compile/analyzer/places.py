@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from .. import ast, residency
 from ..symbols import ConstSymbol, ShapeVarSymbol, VarSymbol
-from ..types import ERROR, FLOAT32, INTEGER_RANGES, ErrorType, Scalar, Tensor, Type, has_tracked, holds_dynamic, plain
-from .rules import FLOAT32_OVERFLOW, dynamic_storage_roots, indexes_string, is_dynamic_row, not_addressable
+from ..types import ERROR, FLOAT32, INTEGER_RANGES, STREAM, ErrorType, Scalar, Tensor, Type, has_tracked, holds_dynamic, plain
+from .rules import FLOAT32_OVERFLOW, STREAM_COPIED, dynamic_storage_roots, indexes_string, is_dynamic_row, not_addressable
 
 
 class Places:
@@ -111,6 +111,10 @@ class Places:
 
     def check_assignable(self, source: Type, target: Type, e: ast.Expr) -> None:
         if isinstance(source, ErrorType) or isinstance(target, ErrorType):
+            return
+        if target == STREAM:
+            self.a.error(e, 5020, STREAM_COPIED.format("open one into this variable with OpenRead, OpenWrite or "
+                                                       "OpenAppend, or lend it with 'address'"))
             return
         if self.assignable(source, target, e):
             return

@@ -17,6 +17,9 @@ STATIC_LIMIT_BYTES = 1 << 40
 # so all of them and the code must fit in 2 GiB. This leaves the code 1 GiB of it.
 GLOBALS_LIMIT_BYTES = 1 << 30
 FLOAT32_OVERFLOW = 3.4028235677973366e38  # the least magnitude that rounds to float32's infinity
+# A stream owns an open file, so it is never copied (5020), nor held where a copy would be made (5021).
+STREAM_COPIED = "a stream cannot be copied: it owns an open file; {}"
+STREAM_ALONE = "a stream cannot be {}: it owns an open file, so it lives in a variable and is lent by 'address'"
 
 
 # ---------------------------------------------------------------- free helpers

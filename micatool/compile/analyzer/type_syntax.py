@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from .. import ast
 from ..symbols import ConstSymbol, ShapeVarSymbol, TypeSymbol
-from ..types import ERROR, Array, ErrorType, Record, Scalar, Tensor, Tracked, Type, has_tracked, storage_bytes
-from .rules import STATIC_LIMIT_BYTES, TENSOR_CONSTRUCTORS, children
+from ..types import ERROR, STREAM, Array, ErrorType, Record, Scalar, Tensor, Tracked, Type, has_tracked, storage_bytes
+from .rules import STATIC_LIMIT_BYTES, STREAM_ALONE, TENSOR_CONSTRUCTORS, children
 
 
 class TypeSyntax:
@@ -43,12 +43,16 @@ class TypeSyntax:
             element = self.resolve_type(t.element, known_shape_vars=known)
             if low is None or high is None or isinstance(element, ErrorType):
                 return ERROR
+            if element == STREAM:
+                return self.a.error(t, 5021, STREAM_ALONE.format("an array's element"))
             if low > high:
                 return self.a.error(t, 6002, f"array bounds {low}..{high} are empty: "
                                              "the low bound is above the high bound")
             return self.within_static_limit(t, Array(element, low, high))
         if isinstance(t, ast.DynamicArrayType):
             element = self.resolve_type(t.element, known_shape_vars=known)
+            if element == STREAM:
+                return self.a.error(t, 5021, STREAM_ALONE.format("an array's element"))
             if has_tracked(element):
                 return self.a.error(t, 5103, "a dynamic array cannot hold tracked values: "
                                              "their paths must be known before the program runs")
@@ -159,6 +163,8 @@ class TypeSyntax:
         seen: set[str] = set()
         for decl in t.fields:
             ft = self.resolve_type(decl.type, known_shape_vars=known)
+            if ft == STREAM:
+                ft = self.a.error(decl, 5021, STREAM_ALONE.format("a record's field"))
             for field_name in decl.names:
                 if field_name in seen:
                     self.a.error(decl, 3004, f"field '{field_name}' appears twice in the record")

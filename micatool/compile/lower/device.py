@@ -15,14 +15,15 @@ from .. import ast, shapes
 from ..ctypes import SUFFIX
 from ..cvalue import CValue
 from ..residency import on_gpu
-from ..types import INTEGER, Scalar, Tensor, Type, element_count, element_of, plain
+from ..ops.lowering import too_deep
+from ..types import INTEGER, SCALAR_BYTES, Scalar, Tensor, Type, element_count, element_of, plain
 
 # The C type each signature letter's argument is passed as (ptx.LETTERS).
 VARARG_TYPE = {"p": "uint64_t", "i": "int64_t", "u": "int", "f": "double", "d": "double"}
 
 
 def byte_size(t: Type) -> int:
-    return element_count(t) * (8 if element_of(t).name in ("float64", "integer") else 4)
+    return element_count(t) * SCALAR_BYTES[element_of(t).name]
 
 
 class Device:
@@ -152,8 +153,16 @@ class Device:
         return out
 
     def product(self, out: CValue, a: str, b: str, lt: Tensor, rt: Tensor, s: str, line: int) -> None:
-        """The forms of '*', as one gemm launch per matrix product (the host's order of sums)."""
+        """The forms of '*', as one gemm launch per matrix product (the host's order of sums), or
+        the integer product's one launch."""
         batch, m, k, n = shapes.product_extents(lt, rt)
+        if lt.element.is_integer:  # int8 or uint8 times int8, exactly in int32 (no batch: matrices only)
+            if k > shapes.INTEGER_PRODUCT_DEPTH:  # a routine's shape variable bound too deep
+                self.emit.line(too_deep(k, line))
+                return
+            self.launch(f"mica_matmul_i32_{SUFFIX[lt.element]}_i8", line, out=f"{out.text}.ptr", a=a, b=b, m=m, k=k,
+                        n=n)
+            return
         if batch:  # the grid's height walks the batch
             self.launch(f"mica_gemm_{s}", line, grid_y=batch, trans_a=0, trans_b=0, m=m, n=n, k=k,
                         a=a, lda=k, b=b, ldb=n, c=f"{out.text}.ptr", ldc=n, accumulate=0,

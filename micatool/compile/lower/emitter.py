@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from ..types import Scalar, Type, storage_bytes
+from ..types import STREAM, Scalar, Type, storage_bytes
 
 
 class Emitter:
@@ -46,7 +46,10 @@ class Emitter:
         return name
 
     def zero(self, t: Type) -> str:
-        """C initializer of a zero value: scalars are numbers, the rest (tracked scalars too) structs."""
+        """C initializer of a zero value: scalars are numbers, a stream no stream, the rest (tracked
+        scalars too) structs."""
+        if t == STREAM:
+            return "NULL"
         return "0" if isinstance(t, Scalar) and t.name != "string" else "{0}"
 
     def render_lines(self, lines) -> str:

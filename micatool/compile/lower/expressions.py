@@ -16,6 +16,7 @@ from .. import ast, ops, shapes
 from ..ctypes import SUFFIX, c_name, c_string_literal
 from ..cvalue import CValue, dtype_of
 from ..ops.conversions import device_conversion, lower_conversion
+from ..ops.lowering import too_deep
 from ..symbols import ConstSymbol, RoutineSymbol, ShapeVarSymbol, TypeSymbol, VarSymbol
 from ..types import (
     BOOLEAN,
@@ -399,7 +400,7 @@ class Expressions:
         a, b = self.data(left), self.data(right)
         out = self.emit.declare_uninitialized(t)
         if op == "*":
-            self.emit.line(self.product_call(t, out, a, b, lt, rt))
+            self.emit.line(self.product_call(t, out, a, b, lt, rt, line))
         elif lt.shape == rt.shape:
             self.emit.line(f"mica_{'add' if op == '+' else 'sub'}_{suffix}({out}.e, {a}, {b}, {t.count});")
         else:  # b repeats at every leading index of a
@@ -408,11 +409,13 @@ class Expressions:
                            f"{lt.count // cols}, {cols});")
         return CValue(out, t, lvalue=True)
 
-    def product_call(self, t: Tensor, out: str, a: str, b: str, lt: Tensor, rt: Tensor) -> str:
+    def product_call(self, t: Tensor, out: str, a: str, b: str, lt: Tensor, rt: Tensor, line: int) -> str:
         """The kernel call for a static product (shapes.product's cases)."""
         batch, m, k, n = shapes.product_extents(lt, rt)
         suffix = SUFFIX[t.element]
         if t.element.is_integer:  # int8 or uint8 times int8, exactly in int32
+            if k > shapes.INTEGER_PRODUCT_DEPTH:  # a routine's shape variable bound too deep (a number is 4022)
+                return too_deep(k, line)
             return f"mica_matmul_i32_{SUFFIX[lt.element]}_i8({out}.e, {a}, {b}, {m}, {k}, {n});"
         if batch:
             return f"mica_bmm_{suffix}({out}.e, {a}, {b}, {batch}, {m}, {k}, {n});"

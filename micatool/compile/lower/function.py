@@ -11,7 +11,7 @@ from ..analyzer import Analysis
 from ..ctypes import c_name
 from ..cvalue import CValue
 from ..symbols import RoutineSymbol, VarSymbol
-from ..types import Type, needs_drop, plain, storage_bytes, substitute
+from ..types import STREAM, Type, needs_drop, plain, storage_bytes, substitute
 from .device import Device
 from .emitter import Emitter
 from .expressions import Expressions, passed_by_pointer
@@ -29,6 +29,7 @@ class FunctionLowering:
         self.recording = recording  # the __tape instance, run inside a window
         self.uses_done = False
         self.copied_params: set[VarSymbol] = set()
+        self.closing: list[VarSymbol] = []  # the main body's: the stream variables closed as it ends
         self.discarded: ast.Call | None = None
         self.line_now = routine.decl.pos.line if routine else 0
         # the parts, each reaching the others through this function
@@ -48,7 +49,13 @@ class FunctionLowering:
         for var in analysis.global_vars:
             if var.init is not None:
                 self.initialize(var)
+        self.closing = [v for v in analysis.global_vars if v.type == STREAM]
         self.statements.stmts(analysis.program.body)
+        # the program's streams close as it ends, as a routine's do as it returns
+        if self.uses_done:
+            self.emit.line("mica_done:;")
+        for var in self.closing:
+            self.emit.line(self.types.drop(var.type, c_name(var.name)))
         return self.emit.render_lines(self.emit.lines)
 
     def initialize(self, var: VarSymbol) -> None:

@@ -227,7 +227,7 @@ class Statements:
 
     def stmt_Exit(self, s):
         self.f.tape.leave_window()
-        if self.f.routine is None:
+        if self.f.routine is None and not self.f.closing:
             self.emit.line("return;")
         else:
             self.f.uses_done = True

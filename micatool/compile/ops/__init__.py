@@ -85,10 +85,12 @@ from . import (  # noqa: E402
     reductions,
     regexes,
     rows,
+    streams,
+    strings,
     tape,
     transfers,
 )
 
 __all__ = ["OPS", "TAPE", "Op", "TapeRecord", "define", "record_on_tape", "checkpoints", "elementwise", "extents",
            "images", "library", "linalg", "numbers", "operators", "optimizers", "output", "products", "quantized",
-           "randomness", "reductions", "regexes", "rows", "tape", "transfers"]
+           "randomness", "reductions", "regexes", "rows", "streams", "strings", "tape", "transfers"]

@@ -7,6 +7,8 @@ gives the call's type, or ERROR once it has said why.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .. import ast, residency
 from ..types import ERROR, FLOAT64, INTEGER, STRING, ErrorType, Scalar, Tensor, Tracked, Type, is_tracked, plain
 
@@ -222,18 +224,30 @@ def number_args(a, call, indices: list[int], integer_first: bool = False) -> boo
     return ok
 
 
-def check_signature(params: list[Type], result: Type):
-    """The checker of a function whose arguments and result are plain scalars."""
+@dataclass(frozen=True)
+class Lent:
+    """A parameter the call writes: the caller lends `address place` of exactly this type."""
+
+    type: Type
+
+
+def check_signature(params: list, result: Type):
+    """The checker of a function of plain values (an integer, a string, a number, or a value of
+    exactly the type named) and of lent places (Lent)."""
 
     def check(a, call, expected):
         if not arity(a, call, len(params)):
             return ERROR
-        types = values(a, call)
+        types = [a.address_arg(arg, f"argument {i + 1} of {op_name(call)}") if isinstance(wanted, Lent)
+                 else a.expr(arg) for i, (arg, wanted) in enumerate(zip(call.args, params))]
         for arg, t, wanted in zip(call.args, types, params):
             if isinstance(t, ErrorType):
                 return ERROR
-            if wanted == INTEGER and not is_integer(t) or wanted == STRING and plain(t) != STRING \
-                    or wanted == FLOAT64 and not is_number(t):
+            if isinstance(wanted, Lent):
+                if plain(t) != wanted.type:
+                    return wrong(a, call, arg, t, f"a place of type '{wanted.type}' lent by 'address'")
+            elif wanted == INTEGER and not is_integer(t) or wanted == FLOAT64 and not is_number(t) \
+                    or wanted not in (INTEGER, FLOAT64) and plain(t) != wanted:
                 return wrong(a, call, arg, t, f"'{wanted}'")
         plain_only(a, call, types)
         return result

@@ -1,21 +1,34 @@
-"""The runtime library's plain functions of numbers, strings, files, the command
-line and the clock, each one runtime call: Copy, Pos, IntToStr, ReadFile, Clock..."""
+"""The runtime library's plain functions, each one runtime call: the command line,
+Halt, the clock and LastError; and the table that strings.py and streams.py define
+their one-call functions by."""
 
 from __future__ import annotations
 
 from .. import ast
 from ..cvalue import CValue
-from ..types import BOOLEAN, FLOAT64, INTEGER, STRING, VOID, Type
+from ..types import FLOAT64, INTEGER, STRING, VOID, Array, Type, plain
 from . import define
 from .checking import check_signature
-from .lowering import NOTHING, borrowed_args
+from .lowering import NOTHING, borrowed_arg
+
+STRINGS = Array(STRING, None, None)  # `array of string`: the runtime fills one through its two fields
 
 
-def runtime_call(function: str, result: Type, with_line: bool = False):
-    """A builtin that is one runtime call on its (borrowed) arguments."""
+def runtime_call(function: str, result: Type | None, with_line: bool = False, with_must: bool = False):
+    """A builtin that is one runtime call: its values borrowed, its lent places by pointer
+    (an `array of string` by its two fields), then whether a refusal traps because nobody
+    reads the answer (as Load's does), then the line."""
 
     def lower(f, call: ast.Call) -> CValue:
-        args = borrowed_args(f, call)
+        args = []
+        for arg in call.args:
+            if not isinstance(arg, ast.AddressArg):
+                args.append(borrowed_arg(f, arg))
+                continue
+            place = f.exprs.place(arg.place).text
+            args.extend([f"&{place}.len", f"&{place}.e"] if plain(arg.place.ty) == STRINGS else [f"&{place}"])
+        if with_must:
+            args.append("true" if f.discarded is call else "false")
         if with_line:
             args.append(str(call.pos.line))
         text = f"{function}({', '.join(args)})"
@@ -27,27 +40,18 @@ def runtime_call(function: str, result: Type, with_line: bool = False):
     return lower
 
 
-# name: (parameter types, result type, the runtime function, whether it takes the line)
-LIBRARY = {
-    "Copy": ([STRING, INTEGER, INTEGER], STRING, "mica_str_sub", False),
-    "Pos": ([STRING, STRING], INTEGER, "mica_str_pos", False),
-    "Ord": ([STRING], INTEGER, "mica_str_ord", True),
-    "Chr": ([INTEGER], STRING, "mica_str_chr", True),
-    "IntToStr": ([INTEGER], STRING, "mica_str_of_int", False),
-    "StrToInt": ([STRING], INTEGER, "mica_str_to_int", True),
-    "StrToFloat": ([STRING], FLOAT64, "mica_str_to_f64", True),
-    "UpperCase": ([STRING], STRING, "mica_str_upper", False),
-    "LowerCase": ([STRING], STRING, "mica_str_lower", False),
-    "Trim": ([STRING], STRING, "mica_str_trim", False),
+def define_calls(table: dict) -> None:
+    """name: (parameters, result, the runtime function, whether it takes the line); a
+    parameter is a type, or checking.Lent(type) for an `address` one."""
+    for name, (params, result, function, with_line) in table.items():
+        define(name, check=check_signature(params, result),
+               lower=runtime_call(function, None if result is VOID else result, with_line))
+
+
+define_calls({
     "ParamCount": ([], INTEGER, "mica_param_count", False),
     "ParamStr": ([INTEGER], STRING, "mica_param_str", False),
     "Halt": ([INTEGER], VOID, "mica_halt", True),
     "Clock": ([], FLOAT64, "mica_clock", False),
-    "ReadFile": ([STRING], STRING, "mica_read_file", True),
-    "WriteFile": ([STRING, STRING], VOID, "mica_write_file", True),
-    "FileExists": ([STRING], BOOLEAN, "mica_file_exists", False),
     "LastError": ([], STRING, "mica_last_error", False),
-}
-for _name, (_params, _result, _function, _with_line) in LIBRARY.items():
-    define(_name, check=check_signature(_params, _result),
-           lower=runtime_call(_function, None if _result is VOID else _result, _with_line))
+})

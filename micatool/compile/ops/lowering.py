@@ -9,7 +9,7 @@ numbers for static shapes, `.rows`/`.cols` for dynamic ones.
 
 from __future__ import annotations
 
-from .. import ast
+from .. import ast, shapes
 from ..ctypes import SUFFIX
 from ..cvalue import CValue
 from ..types import BOOLEAN, STRING, Scalar, Tensor, Tracked, Type, plain
@@ -84,8 +84,9 @@ def args_of(f, call: ast.Call) -> list[CValue]:
     return [f.exprs.untracked(f.exprs.value(arg)) for arg in call.args]
 
 
-def borrowed_args(f, call: ast.Call) -> list[str]:
-    return [f.exprs.borrow(v).text if plain(v.type) == STRING or v.owned else v.text for v in args_of(f, call)]
+def borrowed_arg(f, arg: ast.Expr) -> str:
+    v = f.exprs.untracked(f.exprs.value(arg))
+    return f.exprs.borrow(v).text if plain(v.type) == STRING or v.owned else v.text
 
 
 def storage(f, place: CValue) -> tuple[str, str]:
@@ -98,3 +99,10 @@ def storage(f, place: CValue) -> tuple[str, str]:
 
 def numbers(f, call: ast.Call, indices, t: Scalar) -> list[str]:
     return [f.exprs.convert(f.exprs.value(call.args[i]), t, call.pos.line).text for i in indices]
+
+
+def too_deep(k: int, line: int) -> str:
+    """The trap of an integer product of depth k past what int32 sums exactly, on the host or the
+    device: a routine's shape variable bound too deep, where a number would be error 4022."""
+    return (f'mica_trap({line}, "an integer product sums at most {shapes.INTEGER_PRODUCT_DEPTH} '
+            f'products exactly in int32; this one sums {k}");')

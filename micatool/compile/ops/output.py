@@ -1,13 +1,14 @@
-"""Write and WriteLn: the program's standard output, with `:width:decimals` formats."""
+"""Write and WriteLn, with `:width:decimals` formats: to the program's standard output
+(Output), or to the stream given first, in the same formats."""
 
 from __future__ import annotations
 
 from .. import ast, residency
 from ..ctypes import SUFFIX
 from ..cvalue import CValue
-from ..types import BOOLEAN, STRING, VOID, ErrorType, Scalar, Tensor, Type, plain
+from ..types import BOOLEAN, STREAM, STRING, VOID, ErrorType, Scalar, Tensor, Type, plain
 from . import define
-from .checking import is_integer
+from .checking import check_signature, is_integer
 from .lowering import NOTHING
 
 
@@ -16,8 +17,11 @@ def printable(t: Type) -> bool:
     return (isinstance(p, Scalar)) or isinstance(p, Tensor)
 
 
+OUTPUT = "(&mica_output)"  # the stream of the output buffer, which plain Write fills
+
+
 def check_write(a, call: ast.Call, expected) -> Type:
-    for arg in call.args:
+    for i, arg in enumerate(call.args):
         if isinstance(arg, ast.FormatArg):
             t = a.expr(arg.value)
             arg.ty = t
@@ -37,17 +41,26 @@ def check_write(a, call: ast.Call, expected) -> Type:
                 a.error(arg, 5007, "Write prints values; remove 'address'")
                 continue
             t = a.expr(arg)
+            if i == 0 and t == STREAM:  # the stream to write to
+                continue
         if not isinstance(t, ErrorType) and residency.on_gpu(t):
             value = arg.value if isinstance(arg, ast.FormatArg) else arg
             a.error(arg, 7002, f"Write prints host values; {residency.describe(value)} "
                                "lives on the GPU: print ToHost(...) of it")
+        elif t == STREAM:
+            a.error(arg, 4035, "a stream is written to, not printed: name it first, as in 'WriteLn(f, ...)'")
         elif not isinstance(t, ErrorType) and not printable(t):
             a.error(arg, 4035, f"cannot print a value of type '{t}'; print its fields or elements")
     return VOID
 
 
 def lower_write(f, call: ast.Call) -> CValue:
-    for arg in call.args:
+    args, to = call.args, OUTPUT
+    if args and args[0].ty == STREAM:
+        stream = f.exprs.value(args[0]).text
+        to = stream if stream == OUTPUT else f.emit.declare(STREAM, f"mica_writable({stream}, {call.pos.line})")
+        args = args[1:]
+    for arg in args:
         width, decimals = "0", "-1"
         if isinstance(arg, ast.FormatArg):
             width = f.exprs.value(arg.width).text
@@ -55,29 +68,30 @@ def lower_write(f, call: ast.Call) -> CValue:
                 decimals = f.exprs.value(arg.decimals).text
             arg = arg.value
         value = f.exprs.untracked(f.exprs.value(arg))
-        f.emit.line(_write_statement(f, value, width, decimals) + ";")
+        f.emit.line(_write_statement(f, to, value, width, decimals) + ";")
     if call.callee.ident == "WriteLn":
-        f.emit.line("mica_writeln();")
+        f.emit.line(f"mica_writeln({to});")
     return NOTHING
 
 
-def _write_statement(f, value: CValue, width: str, decimals: str) -> str:
+def _write_statement(f, to: str, value: CValue, width: str, decimals: str) -> str:
     t = plain(value.type)
     if t == STRING:
-        return f"mica_write_str({f.exprs.borrow(value).text}, {width})"
+        return f"mica_write_str({to}, {f.exprs.borrow(value).text}, {width})"
     if t == BOOLEAN:
-        return f"mica_write_bool({value.text}, {width})"
+        return f"mica_write_bool({to}, {value.text}, {width})"
     if isinstance(t, Scalar) and t.is_integer:
-        return f"mica_write_int({value.text}, {width})"
+        return f"mica_write_int({to}, {value.text}, {width})"
     if isinstance(t, Scalar):
-        return f"mica_write_{SUFFIX[t]}({value.text}, {width}, {decimals})"
+        return f"mica_write_{SUFFIX[t]}({to}, {value.text}, {width}, {decimals})"
     suffix = SUFFIX[t.element]
     data, count = f.exprs.data(value), f.exprs.count(f.exprs.borrow(value))
     if t.element.is_integer:
         plural = {"i64": "ints"}.get(suffix, suffix + "s")
-        return f"mica_write_{plural}({data}, {count}, {width})"
-    return f"mica_write_{suffix}s({data}, {count}, {width}, {decimals})"
+        return f"mica_write_{plural}({to}, {data}, {count}, {width})"
+    return f"mica_write_{suffix}s({to}, {data}, {count}, {width}, {decimals})"
 
 
 define("Write", check=check_write, lower=lower_write)
 define("WriteLn", check=check_write, lower=lower_write)
+define("Output", check=check_signature([], STREAM), lower=lambda f, call: CValue(OUTPUT, STREAM))

@@ -2,16 +2,22 @@
 float and int8/uint8 tensors with a scale and a zero point, and QuantizeRows,
 one symmetric int8 scale per row of a weight matrix. The arithmetic is
 runtime_c/mica_quantize.c's: rounding half to even, saturating at the range.
+
+On the GPU the tensors all live there and the scale and zero point are host
+numbers, which travel with the launch; the kernels (ptx/quantized.ptx.j2) do
+the C's arithmetic step for step, and a nan that the C traps on is flagged by
+the kernel and trapped on by the host with the C's message
+(mica_gpu_quantize, mica_gpu_quantize_rows in runtime_c/mica_gpu_tape.c).
 """
 
 from __future__ import annotations
 
-from .. import ast
+from .. import ast, residency
 from ..ctypes import SUFFIX
-from ..cvalue import CValue
+from ..cvalue import CValue, dtype_of
 from ..types import ERROR, FLOAT32, FLOAT64, INT8, INTEGER, UINT8, VOID, ErrorType, Tensor, Type, plain
 from . import define
-from .checking import arity, host_only, is_integer, is_number, plain_only, wrong
+from .checking import arity, is_integer, is_number, plain_only, wrong
 from .lowering import NOTHING, extents, fresh_tensor, plain_arg, product, storage
 
 QUANTIZED = (INT8, UINT8)
@@ -45,7 +51,7 @@ def check_quantize(a, call, expected):
     if any(isinstance(t, ErrorType) for t in (x, scale, zero, q)):
         return VOID
     plain_only(a, call, [x, scale, zero, q])
-    if not host_only(a, call, [(call.args[0], x), (call.args[3], q)]):
+    if not together(a, call, [0, 3], [x, q]) or not host_numbers(a, call, scale, zero):
         return VOID
     if not float_tensor(x):
         return wrong(a, call, call.args[0], x, "a float tensor")
@@ -57,6 +63,23 @@ def check_quantize(a, call, expected):
         return wrong(a, call, call.args[3], q, "an int8 or uint8 tensor to receive the result")
     same_shape(a, call, x, q)
     return VOID
+
+
+def together(a, call, indices: list[int], types: list[Type]) -> bool:
+    """The tensors at `indices` live in one place (7001), either one."""
+    return residency.check_together(a, call, f"'{call.callee.ident}'", [call.args[i] for i in indices], types)
+
+
+def host_numbers(a, call, scale: Type, zero: Type) -> bool:
+    """The scale and the zero point (arguments 2 and 3) are host numbers: on the GPU too, they
+    travel with the launch (7005)."""
+    for arg, t in zip(call.args[1:3], (scale, zero)):
+        if residency.on_gpu(t):
+            a.error(arg, 7005, f"'{call.callee.ident}' takes its scale and zero point as host numbers, which "
+                               f"travel with the launch; {residency.describe(arg)} lives on the GPU: bring it "
+                               f"across with ToHost({residency.argument_text(arg)})")
+            return False
+    return True
 
 
 def scale_and_zero(f, call: ast.Call, element) -> tuple[str, str]:
@@ -81,7 +104,21 @@ def lower_quantize(f, call: ast.Call) -> CValue:
     return NOTHING
 
 
-define("Quantize", check=check_quantize, lower=lower_quantize)
+def device_quantize(f, call: ast.Call) -> CValue:
+    x = plain_arg(f, call.args[0])
+    element = plain(x.type).element
+    scale, zero = scale_and_zero(f, call, element)
+    q = f.exprs.place(call.args[3].place)
+    base = f"mica_quantize_{SUFFIX[plain(q.type).element]}"
+    f.lowering.kernels.add(f"{base}_{SUFFIX[element]}")
+    f.emit.line(f'mica_gpu_quantize(&{q.text}, "{base}", {dtype_of(x.type)}, '
+                f"{f.exprs.materialize(f.exprs.borrow(x)).text}, {plain(x.type).count}, {scale}, {zero}, "
+                f"{call.pos.line});")
+    return NOTHING
+
+
+define("Quantize", check=check_quantize, lower=lower_quantize, device=device_quantize,
+       kernels=["quantize_i8", "quantize_u8"])
 
 
 def check_dequantize(a, call, expected):
@@ -92,7 +129,7 @@ def check_dequantize(a, call, expected):
     if any(isinstance(t, ErrorType) for t in (q, scale, zero)):
         return ERROR
     plain_only(a, call, [q, scale, zero])
-    if not host_only(a, call, [(call.args[0], q)]):
+    if not host_numbers(a, call, scale, zero):
         return ERROR
     if not quantized_tensor(q):
         return wrong(a, call, call.args[0], q, "an int8 or uint8 tensor")
@@ -102,7 +139,7 @@ def check_dequantize(a, call, expected):
         return wrong(a, call, call.args[2], zero, "an integer, the zero point")
     element = FLOAT32 if plain(scale) == FLOAT32 else FLOAT64
     p = plain(q)
-    return Tensor(element, None, p.rank) if p.is_dynamic else Tensor(element, p.shape)
+    return Tensor(element, None, p.rank) if p.is_dynamic else Tensor(element, p.shape, 0, p.on_gpu)
 
 
 def lower_dequantize(f, call: ast.Call) -> CValue:
@@ -116,7 +153,18 @@ def lower_dequantize(f, call: ast.Call) -> CValue:
     return out
 
 
-define("Dequantize", check=check_dequantize, lower=lower_dequantize)
+def device_dequantize(f, call: ast.Call) -> CValue:
+    t = plain(f.concrete(call.ty))
+    q = plain_arg(f, call.args[0])
+    scale, zero = scale_and_zero(f, call, t.element)
+    out = f.device.temp(t, call.pos.line)
+    f.device.launch(f"mica_dequantize_{SUFFIX[plain(q.type).element]}_{SUFFIX[t.element]}", call.pos.line,
+                    out=f"{out.text}.ptr", q=f.device.data(q, call.pos.line), n=t.count, scale=scale, zero=zero)
+    return out
+
+
+define("Dequantize", check=check_dequantize, lower=lower_dequantize, device=device_dequantize,
+       kernels=["dequantize_i8", "dequantize_u8"])
 
 
 def check_quantize_rows(a, call, expected):
@@ -130,14 +178,14 @@ def check_quantize_rows(a, call, expected):
     if any(isinstance(t, ErrorType) for t in (x, q, scales)):
         return VOID
     plain_only(a, call, [x, q, scales])
-    if not host_only(a, call, [(call.args[0], x), (call.args[1], q), (call.args[2], scales)]):
+    if not together(a, call, [0, 1, 2], [x, q, scales]):
         return VOID
     px, pq, ps = plain(x), plain(q), plain(scales)
     if not (float_tensor(x) and px.rank == 2 and not px.is_dynamic):
         return wrong(a, call, call.args[0], x, "a float matrix with a static shape")
-    if pq != Tensor(INT8, px.shape):
+    if pq != Tensor(INT8, px.shape, 0, px.on_gpu):
         return wrong(a, call, call.args[1], q, f"'matrix[{px.shape[0]}, {px.shape[1]}] of int8'")
-    if ps != Tensor(px.element, (px.shape[0],)):
+    if ps != Tensor(px.element, (px.shape[0],), 0, px.on_gpu):
         return wrong(a, call, call.args[2], scales, f"'vector[{px.shape[0]}] of {px.element}', a scale per row")
     return VOID
 
@@ -151,4 +199,15 @@ def lower_quantize_rows(f, call: ast.Call) -> CValue:
     return NOTHING
 
 
-define("QuantizeRows", check=check_quantize_rows, lower=lower_quantize_rows)
+def device_quantize_rows(f, call: ast.Call) -> CValue:
+    x = plain_arg(f, call.args[0])
+    rows, cols = plain(x.type).shape
+    q, scales = (f.exprs.place(arg.place) for arg in call.args[1:])
+    f.lowering.kernels.add(f"mica_quantize_rows_i8_{SUFFIX[plain(x.type).element]}")
+    f.emit.line(f"mica_gpu_quantize_rows(&{q.text}, &{scales.text}, {dtype_of(x.type)}, "
+                f"{f.exprs.materialize(f.exprs.borrow(x)).text}, {rows}, {cols}, {call.pos.line});")
+    return NOTHING
+
+
+define("QuantizeRows", check=check_quantize_rows, lower=lower_quantize_rows, device=device_quantize_rows,
+       kernels=["quantize_rows_i8"])
