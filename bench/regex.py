@@ -28,7 +28,7 @@ from pathlib import Path
 from int8_gemm import cpu_model
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ["tests/c/regex_check.c", "runtime_c/mica_regex.c"]
+SOURCES = ["tests/c/regex_check.c", "runtime_c/mica_regex.c", "runtime_c/mica_string.c"]
 LONG = 100_000
 
 

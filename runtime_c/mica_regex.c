@@ -929,13 +929,6 @@ bool mica_regex_is_match(mica_regex re, mica_string s, int line) {
     return matched;
 }
 
-static void drop_strings(int64_t *count, mica_string **items) {
-    for (int64_t i = 0; i < *count; i++) mica_str_drop(&(*items)[i]);
-    mica_free(*items);
-    *items = NULL;
-    *count = 0;
-}
-
 static mica_string span_text(const char *text, int64_t start, int64_t end) {
     return start < 0 ? mica_str_lit("", 0) : mica_str_lit(text + start, end - start);
 }
@@ -952,7 +945,7 @@ bool mica_regex_find(mica_regex re, mica_string s, int64_t *count, mica_string *
         for (int32_t g = 0; g <= p->groups; g++) answer[g] = span_text(s.data, found[2 * g], found[2 * g + 1]);
     }
     mica_free(found);
-    drop_strings(count, groups);
+    mica_strings_drop(count, groups);
     *groups = answer;
     *count = n;
     return matched;
@@ -977,25 +970,20 @@ void mica_regex_each_match(mica_regex re, mica_string s, void (*each)(void *, co
 
 typedef struct {
     mica_string s;
-    int64_t count, room;
+    int64_t count, capacity;
     mica_string *items;
 } match_list;
 
 static void collect(void *context, const int64_t *found) {
     match_list *l = context;
-    if (l->count == l->room) {
-        int64_t more = l->room ? 2 * l->room : 8;
-        l->items = mica_resize(l->items, l->room, more, sizeof(mica_string), 0);
-        l->room = more;
-    }
-    l->items[l->count++] = span_text(l->s.data, found[0], found[1]);
+    mica_strings_push(&l->count, &l->items, &l->capacity, span_text(l->s.data, found[0], found[1]));
 }
 
 void mica_regex_find_all(mica_regex re, mica_string s, int64_t *count, mica_string **matches, int line) {
     compiled(re, line);
     match_list l = {.s = s};
     mica_regex_each_match(re, s, collect, &l);
-    drop_strings(count, matches);
+    mica_strings_drop(count, matches);
     *matches = l.items;
     *count = l.count;
 }

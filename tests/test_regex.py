@@ -22,29 +22,21 @@ from __future__ import annotations
 import random
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from helpers import ROOT, build_text, run
+from helpers import build_harness, build_text, run
 
-HARNESS = ["tests/c/regex_check.c", "runtime_c/mica_regex.c"]
+HARNESS = ["tests/c/regex_check.c", "runtime_c/mica_regex.c", "runtime_c/mica_string.c"]
 
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory) -> dict[str, Path]:
     """tests/c/regex_check.c with the engine, for x86_64 and aarch64: warning-free at -O2."""
     out = tmp_path_factory.mktemp("regex")
-    built = {}
-    for arch in ("x86_64", "aarch64"):
-        exe = out / f"regex_check_{arch}"
-        subprocess.run([sys.executable, "-m", "ziglang", "cc", "-target", f"{arch}-linux-musl", "-O2", "-static",
-                        "-std=gnu11", "-fno-sanitize=undefined", "-Wall", "-Wextra", "-Werror", *HARNESS,
-                        "-o", str(exe)], cwd=ROOT, check=True, capture_output=True, text=True)
-        built[arch] = exe
-    return built
+    return {arch: build_harness(out, "regex_check", HARNESS, arch, "-std=gnu11") for arch in ("x86_64", "aarch64")}
 
 
 def escape(field: str) -> str:

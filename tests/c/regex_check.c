@@ -1,6 +1,6 @@
 /* regex_check.c: the regex engine's test harness (tests/test_regex.py and
- * bench/regex.py build it with runtime_c/mica_regex.c and run it once over
- * many cases).
+ * bench/regex.py build it with runtime_c/mica_regex.c and mica_string.c, and
+ * run it once over many cases).
  *
  * Reads lines from stdin, each a command and tab-separated fields:
  *   S <pattern> <text>             the leftmost-first search from 0
@@ -23,32 +23,9 @@
 #include <string.h>
 #include <time.h>
 
-/* The few runtime functions the engine calls, without the rest of the runtime. */
-void *mica_alloc(size_t bytes, int line) {
-    void *p = calloc(1, bytes ? bytes : 1);
-    if (!p) {
-        fprintf(stderr, "out of memory at %d\n", line);
-        exit(2);
-    }
-    return p;
-}
+#include "allocator.h"
 
-void *mica_alloc_elements(int64_t count, size_t size, int line) {
-    return mica_alloc((size_t)count * size, line);
-}
-
-void *mica_resize(void *data, int64_t old_count, int64_t new_count, size_t size, int line) {
-    void *fresh = mica_alloc_elements(new_count, size, line);
-    int64_t keep = old_count < new_count ? old_count : new_count;
-    if (data && keep > 0) memcpy(fresh, data, (size_t)keep * size);
-    free(data);
-    return fresh;
-}
-
-void mica_free(void *p) {
-    free(p);
-}
-
+/* The rest of what the engine and the strings call, without the rest of the runtime. */
 static char reason[1024];
 
 bool mica_fail(const char *format, ...) {
@@ -59,21 +36,17 @@ bool mica_fail(const char *format, ...) {
     return false;
 }
 
-_Noreturn void mica_trap(int line, const char *what) {
-    fprintf(stderr, "trap at %d: %s\n", line, what);
+_Noreturn void mica_trapf(int line, const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    fprintf(stderr, "trap at %d: ", line);
+    vfprintf(stderr, format, args);
+    va_end(args);
     exit(3);
 }
 
-mica_string mica_str_lit(const char *bytes, int64_t len) {
-    mica_string s = {len, mica_alloc((size_t)len + 1, 0)};
-    if (len) memcpy(s.data, bytes, (size_t)len);
-    return s;
-}
-
-void mica_str_drop(mica_string *s) {
-    free(s->data);
-    s->data = NULL;
-    s->len = 0;
+_Noreturn void mica_trap(int line, const char *what) {
+    mica_trapf(line, "%s", what);
 }
 
 /* Undoes the escapes of one field in place; answers its length. */
