@@ -13,7 +13,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "allocator.h" /* the runtime's allocator, which the kernels use */
+// the runtime's allocator, which the kernels use, without the rest of the runtime
+void *mica_alloc(size_t bytes, int line) {
+    void *p = calloc(1, bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "out of memory at %d\n", line);
+        exit(2);
+    }
+    return p;
+}
+
+void *mica_alloc_elements(int64_t count, size_t size, int line) {
+    return mica_alloc((size_t)count * size, line);
+}
+
+void mica_free(void *p) {
+    free(p);
+}
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 
