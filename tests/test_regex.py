@@ -367,3 +367,73 @@ def test_pathological_patterns_in_a_program(tmp_path):
     proc = run(build_text(tmp_path, PATHOLOGICAL_PROGRAM))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "false 0\n100000 a\n300000\n"
+
+
+SHARING_PROGRAM = """program Shared;
+type
+    Rule = record
+        name : string;
+        pattern : regex;
+    end;
+var
+    rules : array of Rule;
+    kept : array[0..1] of regex;
+    re : regex;
+    groups : array of string;
+    i, k : integer;
+
+function Digits : regex;
+var
+    local : regex;
+begin
+    if Compile('[0-9]+', address local) then
+        result := local;
+end;
+
+function Count(pattern : regex; text : string) : integer;
+var
+    copy : regex;
+begin
+    copy := pattern;
+    result := Length(FindAll(copy, text));
+end;
+
+procedure Recompile(address target : regex; pattern : string);
+begin
+    if not Compile(pattern, address target) then
+        WriteLn('refused: ', LastError);
+end;
+
+begin
+    SetLength(rules, 2);
+    rules[0].name := 'digits';
+    rules[0].pattern := Digits;
+    rules[1].name := 'words';
+    Recompile(address rules[1].pattern, '[a-z]+');
+    for k := 1 to 2 do
+        for i := 0 to 1 do
+        begin
+            kept[i] := rules[i].pattern;
+            WriteLn(rules[i].name, ' ', Count(kept[i], 'ab 12 cd 345 e'));
+        end;
+    Recompile(address rules[1].pattern, '(?=x)');
+    rules[0].pattern := rules[1].pattern;
+    SetLength(rules, 1);
+    WriteLn(ReplaceAll(rules[0].pattern, 'ab 12 cd', '<$0>'));
+    groups := FindAll(kept[0], 'x 12 y 345');
+    if Find(kept[0], groups[1], address groups) then
+        WriteLn(Length(groups), ' ', groups[0]);
+    WriteLn(IsMatch(re, 'x'));
+end.
+"""
+
+
+def test_copies_share_a_regex_and_the_last_one_frees_it(tmp_path):
+    """Records, arrays, results, value and address parameters; Find reading the array it
+    writes; a regex never compiled traps at its line."""
+    proc = run(build_text(tmp_path, SHARING_PROGRAM))
+    assert proc.stdout == ("digits 2\nwords 3\ndigits 2\nwords 3\n"
+                           "refused: pattern '(?=x)': lookaround '(?=' is not supported (matching stays linear in "
+                           "the text) at position 1\n<ab> 12 <cd>\n1 345\n")
+    assert proc.stderr == "prog.mica:55: a regex used before Compile gave it a pattern\n"
+    assert proc.returncode == 1
