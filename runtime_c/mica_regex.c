@@ -74,7 +74,17 @@ static void *grow(void *items, int32_t count, int32_t *room, size_t size) {
     return items;
 }
 
+/* A pattern of more parts (bytes, classes, groups, repetitions) than this is
+ * refused as too large before its tree grows further: one that would still
+ * compile to few enough instructions is mostly parts that match nothing,
+ * like (?:) or a{0}. */
+#define MAX_NODES (4 * MICA_REGEX_MAX_INSTRUCTIONS)
+
 static int32_t new_node(parser *ps, uint8_t kind) {
+    if (ps->n_nodes == MAX_NODES) {
+        fail(ps, ps->at, "too large: more than %d parts", MAX_NODES);
+        return 0; /* a node to write that nobody reads: the parse has failed */
+    }
     ps->nodes = grow(ps->nodes, ps->n_nodes, &ps->nodes_room, sizeof(node));
     ps->nodes[ps->n_nodes] = (node){.kind = kind, .child = -1, .next = -1};
     return ps->n_nodes++;

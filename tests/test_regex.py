@@ -252,6 +252,7 @@ MALFORMED = {
     "(a{1000}){1000}": "pattern '(a{1000}){1000}': too large: more than 10000 instructions",
     "(" * 1001 + ")" * 1001: f"pattern '{'(' * 60}...': groups nested more than 1000 deep at position 1001",
     "(a)" * 101: f"pattern '{'(a)' * 20}...': more than 100 groups",
+    "(?:)" * 40001: f"pattern '{'(?:)' * 15}...': too large: more than 40000 parts at position 160004",
 }
 
 
