@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given
 from test_fuzz import FUZZ, mutated_program
 
-from micatool.compile import RECURSION_LIMIT, descent, lark_parser, parse
+from micatool.compile import RECURSION_LIMIT, ast, descent, lark_parser, parse
 from micatool.diagnostics import CompileError, Pos, SourceFile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -186,3 +186,51 @@ def test_nesting_heights_agree_at_the_limit(kind):
     with pytest.raises(CompileError) as error:
         parse(SourceFile("p.mica", nested(kind, low + 1)))
     assert [d.code for d in error.value.diagnostics] == [2010]
+
+
+def streamed(text: str):
+    """parse_streaming's tree with every body read to a list, or None where it falls back."""
+    try:
+        program = descent.parse_streaming(text)
+        for decl in program.decls:
+            if isinstance(decl, ast.Routine):
+                decl.body = list(decl.body)
+        program.body = list(program.body)
+    except (descent.Fallback, RecursionError):
+        return None
+    return program
+
+
+ROUTINES = program("R(1); x := F(2)",
+                   "var x, a : integer;\nprocedure R(n : integer);\nvar r : record v : integer end;\n"
+                   "begin\n    tape x := 1 end;\n    begin begin r.v := n end end;\n    if n > 0 then R(n - 1)\nend;\n"
+                   "function F(n : integer) : integer;\nbegin\n    repeat n := n - 1 until n < 0;\n    result := n\nend;\n")
+
+
+def test_streaming_reads_the_same_tree_as_parse():
+    """`check` skims routine bodies (counting the words that open an `end`) and reads them later."""
+    assert descent_parse(ROUTINES)[0] is not None
+    for text in [ROUTINES, *CASES.values()]:
+        eager = descent_parse(text)[0]
+        lazy = streamed(text)
+        assert (lazy is None) == (eager is None), text
+        if eager is not None:
+            assert dump(lazy) == dump(eager)
+
+
+@pytest.mark.parametrize("kind", ["for", "sum"])
+def test_streaming_agrees_on_nesting_inside_a_routine(kind):
+    """A body read late still counts toward the program's height: the limit falls where parse puts it."""
+    def inside(depth: int) -> str:
+        body = ("for i := 1 to 2 do " * depth + "x := 1") if kind == "for" else "x := " + " + ".join(["1"] * depth)
+        return program("R", f"var x, i : integer;\nprocedure R;\nbegin\n{body}\nend;\n")
+
+    low, high = 1, descent.MAX_NESTING
+    while low < high:
+        middle = (low + high + 1) // 2
+        if descent_parse(inside(middle))[0] is not None:
+            low = middle
+        else:
+            high = middle - 1
+    assert low > 100 and streamed(inside(low)) is not None
+    assert descent_parse(inside(low + 1))[0] is None and streamed(inside(low + 1)) is None

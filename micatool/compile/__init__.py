@@ -56,9 +56,9 @@ RECURSION_LIMIT = 20_000
 
 
 def front_end(source: SourceFile, keep_tree: bool = True) -> Analysis:
-    """The analyzed program. Without keep_tree (`micatool check`), the main body is
-    parsed and checked one statement at a time and nothing of it is kept: its
-    statements are gone from the Analysis, and memory stays that of one statement."""
+    """The analyzed program. Without keep_tree (`micatool check`), the statements of
+    the main body and of each routine are parsed as they are checked and not kept
+    (the Analysis has none of them), so memory holds declarations, not statements."""
     sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     # The tree only grows while it is built and analyzed: the cycle collector would
     # rescan all of it again and again (half the front end's time on large programs).
@@ -67,17 +67,26 @@ def front_end(source: SourceFile, keep_tree: bool = True) -> Analysis:
     try:
         if not keep_tree:
             try:
-                return analyze(source, descent.parse_streaming(source.text))
+                return check_streaming(source)
             except (descent.Fallback, RecursionError):
                 pass  # a syntax error somewhere: the whole-tree path below explains it
-            except CompileError as e:
-                if not e.stopped:  # the whole program was read: these are its diagnostics
-                    raise
-                # stopped at 100 errors before the end, where a syntax error may wait: start over
         return analyze(source, parse(source))
     finally:
         if collecting:
             gc.enable()
+
+
+def check_streaming(source: SourceFile) -> Analysis:
+    """analyze, on a tree whose statements are parsed as they are checked and then
+    dropped. Its diagnostics are the whole tree's: a check that stopped at 100
+    errors reads the rest, for a syntax error there would come first."""
+    program = descent.parse_streaming(source.text)
+    try:
+        return analyze(source, program)
+    except CompileError as e:
+        if e.stopped:
+            descent.read_rest(program)
+        raise
 
 
 def compile_program(source: SourceFile) -> CProgram:

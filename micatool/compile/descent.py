@@ -75,18 +75,25 @@ def parse(text: str) -> ast.Program:
 
 
 def parse_streaming(text: str) -> ast.Program:
-    """The program's tree with its main body still to be read: `body` parses one
-    statement each time it is asked for the next, so a checker that looks at each
-    statement once holds one at a time, not a 10 MB program's millions of nodes.
-    Fallback and RecursionError come where parse raises them, while `body` is read."""
-    return Parser(text).start()
+    """The program's tree with its statements still to be read: the main body and
+    each routine's body parse as a checker walks them, once, so it holds one
+    statement at a time, not a 10 MB program's millions of nodes. Fallback and
+    RecursionError come where parse raises them, while the bodies are read."""
+    return Parser(text, skim=True).start()
 
 
 class Parser:
-    def __init__(self, text: str):
-        self._scan = _TOKEN.scanner(text).match
-        self.line, self._line_start = 1, 0
-        self._names: dict[str, str] = {}  # equal names share one string
+    def __init__(self, text: str, skim: bool = False, at: tuple[int, int, int] = (0, 1, 0),
+                 names: dict[str, str] | None = None):
+        """skim: skip routine bodies, to be parsed when read (LazyBody). `at` is where to
+        start: the offset, its line and the offset that line starts at."""
+        offset, self.line, self._line_start = at
+        self._text = text
+        self._scan = _TOKEN.scanner(text, offset).match
+        self._names: dict[str, str] = {} if names is None else names  # equal names share one string
+        self.skim = skim
+        self.unread = 0  # skimmed bodies not yet read
+        self.read_tallest = 0  # the tallest routine among the bodies read
         self.advance()
         self.height = 0
         self.too_large: list[ast.IntLit] = []  # 2**63: fine only as -9223372036854775808
@@ -148,11 +155,11 @@ class Parser:
     def main_body(self, tallest: int):
         """The main block's statements, one at a time, then the end of the program."""
         yield from self.statements()
-        tallest = max(tallest, self.height)
+        tallest = max(tallest, self.height, self.read_tallest)
         self.expect("end")
         self.expect(".")
         self.height = tallest + 1
-        if self.kind != "EOF" or self.too_large or self.height > MAX_NESTING:
+        if self.kind != "EOF" or self.too_large or self.height > MAX_NESTING or self.unread:
             raise Fallback
 
     def declarations(self, routines: bool) -> tuple[list, int]:
@@ -243,11 +250,36 @@ class Parser:
         self.expect(";")
         decls, sections = self.declarations(routines=False)
         self.expect("begin")
-        body = self.stmt_list()
+        if self.skim:
+            body = self.skim_body(max(tallest, sections))
+            self.height = 0  # the routine's own, counted when its body is read
+        else:
+            body = self.stmt_list()
+            self.height = max(tallest, sections, self.height) + 1
         self.expect("end")
         self.expect(";")
-        self.height = max(tallest, sections, self.height) + 1
         return ast.Routine(line, col, kind, name, params, result, decls, body)
+
+    def skim_body(self, tallest: int) -> LazyBody:
+        """Step over a routine's statements to their `end`, counting the words that open
+        an `end`; LazyBody parses them when they are read, and checks it ends there too."""
+        start, depth = self.here(), 1
+        while True:
+            if self.kind in ("begin", "record", "tape"):
+                depth += 1
+            elif self.kind == "end":
+                depth -= 1
+                if depth == 0:
+                    break
+            elif self.kind == "EOF":
+                raise Fallback
+            self.advance()
+        self.unread += 1
+        return LazyBody(self, start, self.here()[0], tallest)
+
+    def here(self) -> tuple[int, int, int]:
+        """Where the current token starts: its offset, its line, and where that line starts."""
+        return self._line_start + self.col - 1, self.line, self._line_start
 
     def params(self) -> list[ast.Param]:
         self.expect("(")
@@ -352,6 +384,17 @@ class Parser:
         return fields
 
     # -- statements
+
+    def read_body(self, body: LazyBody):
+        """A skimmed body's statements, parsed now; then the routine counts toward the
+        program's height, as parse would have counted it."""
+        reader = Parser(self._text, at=body.start, names=self._names)
+        yield from reader.statements()
+        if reader.kind != "end" or reader.here()[0] != body.end or reader.too_large:
+            raise Fallback
+        body.read = True
+        self.unread -= 1
+        self.read_tallest = max(self.read_tallest, max(body.tallest, reader.height) + 1)
 
     def stmt_list(self) -> list:
         return list(self.statements())
@@ -627,3 +670,27 @@ class Parser:
             tallest = max(tallest, self.height)
         self.height = tallest + 1
         return ast.FormatArg(value.line, value.col, value, width, decimals)
+
+
+class LazyBody:
+    """A routine's statements, skimmed by parse_streaming: iterating parses them."""
+
+    __slots__ = ("parser", "start", "end", "tallest", "read")
+
+    def __init__(self, parser: Parser, start: tuple[int, int, int], end: int, tallest: int):
+        self.parser, self.start, self.end, self.tallest = parser, start, end, tallest
+        self.read = False  # to its end, once
+
+    def __iter__(self):
+        return self.parser.read_body(self)
+
+
+def read_rest(program: ast.Program) -> None:
+    """Parse, keeping nothing, whatever of a parse_streaming program its checker left
+    unread (it stopped early): Fallback if a syntax error waits there."""
+    for decl in program.decls:
+        if isinstance(decl, ast.Routine) and isinstance(decl.body, LazyBody) and not decl.body.read:
+            for _ in decl.body:
+                pass
+    for _ in program.body:
+        pass

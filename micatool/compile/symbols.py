@@ -15,24 +15,24 @@ from . import ast
 from .types import Type
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Symbol:
     name: str
     pos: Pos
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class ConstSymbol(Symbol):
     type: Type
     value: Any
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class TypeSymbol(Symbol):
     type: Type
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class VarSymbol(Symbol):
     """A variable, parameter, function result or loop variable."""
 
@@ -44,23 +44,24 @@ class VarSymbol(Symbol):
     assigned: bool = False  # a value parameter written in its routine needs its own copy
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class ShapeVarSymbol(Symbol):
     """A dimension name in a parameter type, bound by unification at each call."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class RoutineSymbol(Symbol):
     decl: ast.Routine
     params: list[VarSymbol] = field(default_factory=list)
     result: Optional[Type] = None
     result_var: Optional[VarSymbol] = None
     locals: list[VarSymbol] = field(default_factory=list)
-    local_consts: list[ConstSymbol] = field(default_factory=list)
     shape_vars: list[str] = field(default_factory=list)
-    calls: set = field(default_factory=set)  # routines this one calls
-    global_writes: set = field(default_factory=set)  # globals it may write, through its callees too
-    global_resizes: set = field(default_factory=set)  # globals whose dynamic storage it may replace
+    # Sets that most routines leave empty: each starts as the one empty frozenset,
+    # and grows by a new set (a large program has tens of thousands of routines).
+    calls: frozenset = frozenset()  # routines this one calls
+    global_writes: frozenset = frozenset()  # globals it may write, through its callees too
+    global_resizes: frozenset = frozenset()  # globals whose dynamic storage it may replace
     touches_tracked: bool = False  # reads or writes tracked values
     has_tape: bool = False  # holds a tape window
 
@@ -69,7 +70,7 @@ class RoutineSymbol(Symbol):
         return self.decl.kind == "function"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class BuiltinSymbol(Symbol):
     """A word of the predeclared vocabulary (WriteLn, Sum, AdamStep, ...)."""
 

@@ -54,7 +54,7 @@ class Calls:
 
     def routine_call(self, e: ast.Call, routine: RoutineSymbol) -> Type:
         if self.a.routine is not None:
-            self.a.routine.calls.add(routine)
+            self.a.routine.calls = self.a.routine.calls | {routine}
             if routine.touches_tracked or routine.has_tape:
                 self.a.routine.touches_tracked = True
         if self.a.tape_depth > 0:

@@ -49,8 +49,6 @@ class Declarations:
         self.define(scope, symbol)
         if scope is self.a.globals:
             self.a.global_consts.append(symbol)
-        elif self.a.routine is not None:
-            self.a.routine.local_consts.append(symbol)
 
     def var_decl(self, decl: ast.VarDecl, scope: Scope) -> None:
         t = self.a.type_syntax.resolve_type(decl.type)
@@ -109,7 +107,6 @@ class Declarations:
     def routine_body(self, routine: RoutineSymbol) -> None:
         decl = routine.decl
         self.a.routine = routine
-        self.a.routine_reads[routine] = set()
         self.a.scope = Scope(self.a.globals)
         for name in routine.shape_vars:
             self.a.scope.define(ShapeVarSymbol(name, decl.pos))

@@ -97,7 +97,7 @@ class Expressions:
         if self.a.routine is not None:
             self.a.routine.touches_tracked = True
             if reading:
-                self.a.routine_reads[self.a.routine].add(symbol)
+                self.a.routine_reads.setdefault(self.a.routine, set()).add(symbol)
         if self.a.tape_depth > 0 and reading:
             self.a.window_reads.add(symbol)
 

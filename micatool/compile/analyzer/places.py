@@ -43,9 +43,10 @@ class Places:
         if symbol.role == "param" and not symbol.by_address:
             symbol.assigned = True
         if symbol.role == "global" and self.a.routine is not None:
-            self.a.routine.global_writes.add(symbol)
+            routine = self.a.routine
+            routine.global_writes = routine.global_writes | {symbol}
             if holds_dynamic(t):
-                self.a.routine.global_resizes.add(symbol)
+                routine.global_resizes = routine.global_resizes | {symbol}
         return t
 
     def address_arg(self, arg: ast.Expr, what: str = "") -> Type:
