@@ -83,6 +83,7 @@ from . import (  # noqa: E402
     quantized,
     randomness,
     reductions,
+    regexes,
     rows,
     streams,
     strings,
@@ -92,4 +93,4 @@ from . import (  # noqa: E402
 
 __all__ = ["OPS", "TAPE", "Op", "TapeRecord", "define", "record_on_tape", "checkpoints", "elementwise", "extents",
            "images", "library", "linalg", "numbers", "operators", "optimizers", "output", "products", "quantized",
-           "randomness", "reductions", "rows", "streams", "strings", "tape", "transfers"]
+           "randomness", "reductions", "regexes", "rows", "streams", "strings", "tape", "transfers"]
