@@ -142,11 +142,10 @@ def select_platforms(name: str, reference: str | None, descriptor: dict, fetch: 
             field = entry.get("platform", {})
             platform = f"{field.get('os')}/{field.get('architecture')}"
             if platform in platforms and platform not in found:
-                found[platform] = manifest_layers(name, reference, entry["digest"], fetch)
+                found[platform] = manifest_layers(name, reference, entry["digest"], fetch)[1]
         return pick(name, found, platforms)
-    single = manifest_layers(name, reference, descriptor["digest"], fetch)
-    config_platform = single[0]
-    return pick(name, {config_platform: single[1]}, platforms)
+    platform, layers = manifest_layers(name, reference, descriptor["digest"], fetch)
+    return pick(name, {platform: layers}, platforms)
 
 
 def manifest_layers(name: str, reference: str | None, digest: str, fetch: Fetch) -> tuple[str, BaseLayers]:
@@ -203,6 +202,9 @@ def merged_files(name: str, layers: list[bytes]) -> dict[str, str]:
                         files = {p: t for p, t in files.items() if p != gone and not p.startswith(gone + "/")}
                     elif path:
                         files[path] = member.linkname if member.issym() else ""
+                        while "/" in path:  # a tar need not list the folders it fills; unpacking makes them
+                            path = path.rpartition("/")[0]
+                            files.setdefault(path, "")
         except tarfile.TarError as e:
             raise ImageError(f"the base {name} has a layer that is not a tar: {e}") from None
     return files
