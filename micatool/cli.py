@@ -99,6 +99,7 @@ def cmd_build(args) -> int:
 def cmd_image(args) -> int:
     from .link import bases, image, registry
 
+    labels, annotations = key_values(args.label, "--label"), key_values(args.annotation, "--annotation")
     program = _compile(args.program)
     if program.uses_gpu and not args.base:
         raise image.ImageError(f"{args.program} uses the GPU, so its binary needs glibc (docs/gpu.md): "
@@ -113,9 +114,7 @@ def cmd_image(args) -> int:
         with progress.step(f"reading the base {args.base}"):
             base = bases.load_base(args.base, sorted(binaries))
     notes = image.source_metadata(Path(args.program))
-    labels = {**notes, **key_values(args.label, "--label")}
-    annotations = {**notes, **key_values(args.annotation, "--annotation")}
-    built = image.build_image(binaries, args.tag, None, "app", base, labels, annotations)
+    built = image.build_image(binaries, args.tag, None, "app", base, {**notes, **labels}, {**notes, **annotations})
     if output:
         with progress.step(f"writing {output}"):
             info = image.write_layout(built, output, image.resolve_epoch(None))
