@@ -23,8 +23,9 @@ from fake_driver import build_fake_driver
 from glibc_base import BASE_ENV, BASE_USER, glibc_base, run_in_root, unpack_layers  # noqa: F401 (fixture)
 from helpers import EXAMPLES
 from static_hello import hello_binaries  # noqa: F401 (fixture)
-from micatool.cli import main
-from micatool.link import bases, image
+from micatool.cli import _build_binary, _compile, main
+from micatool import targets
+from micatool.link import bases, image, size
 
 PROGRAM = EXAMPLES / "gpu" / "gpu.mica"
 TAG = "mica-test/gpu:1"
@@ -52,6 +53,10 @@ def fake_drivers(tmp_path_factory):
         (folder / triple).mkdir()
         drivers[platform] = build_fake_driver(folder / triple, triple)
     return drivers
+
+
+def build_binary(program, target: str) -> bytes:
+    return _build_binary(_compile(str(program)), targets.resolve(target), "fast", None).read_bytes()
 
 
 def members(path) -> dict[str, bytes]:
@@ -187,3 +192,20 @@ def test_skopeo_inspects_the_gpu_image(gpu_image, skopeo):
                               capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["Labels"][image.TITLE] == "gpu"
+
+
+def test_the_gpu_images_fit_their_budgets(gpu_image, glibc_base, tmp_path, capsys):
+    """images/budgets.toml's [images] section: each GPU example's binary layer and whole image."""
+    measured = {}
+    for program in (PROGRAM, EXAMPLES / "gpu" / "gpt.mica"):
+        name = size.program_name(program)
+        built = image.build_image(
+            {p: build_binary(program, t) for p, t in (("linux/amd64", "x86_64-linux"), ("linux/arm64", "aarch64-linux"))},
+            "mica/budget:1", 0, base=bases.load_base(str(glibc_base.layout), ["linux/amd64", "linux/arm64"]))
+        for platform, part in built.platforms.items():
+            target = size.canonical_target(platform.split("/")[1])
+            measured.setdefault(f"{name} layer", {})[target] = part.layer_size
+            measured.setdefault(f"{name} image", {})[target] = part.image_size
+    rows = size.budget_rows(measured, EXAMPLES.parent / "images" / "budgets.toml", "images")
+    assert len(rows) == 8
+    assert [row["example"] for row in rows if row["verdict"] != "ok"] == [], size.format_table(rows)
