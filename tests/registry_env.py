@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from docker_env import stop
 from system import Unavailable, apt_install, tail
 
 BINARY = "/usr/bin/docker-registry"
@@ -73,16 +74,6 @@ def start_registry(folder: pathlib.Path, htpasswd: pathlib.Path | None) -> Regis
         time.sleep(0.2)
     stop(process)
     raise Unavailable(f"docker-registry would not start: {tail((folder / 'registry.log').read_text(errors='replace'))}")
-
-
-def stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def bcrypt_line(user: str, password: str) -> str:
