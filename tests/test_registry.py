@@ -213,3 +213,91 @@ def test_docker_pulls_and_runs_the_gpu_image(platform, pushed_gpu, docker_daemon
         assert same == "64 of 64 elements identical to the bit"
     finally:
         docker("rmi", "-f", ref)
+
+
+class TokenFront:
+    """The real registry behind a front that wants Bearer tokens, as Docker
+    Hub or GHCR do: a request without the token gets a 401 challenge naming
+    the token service (here too), which hands a token for a good login."""
+
+    TOKEN = "token-for-the-tests"
+
+    def __init__(self, upstream: str):
+        import http.server
+
+        front = self
+        self.scopes: list[str] = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_any(self):
+                if self.path.startswith("/token?"):
+                    return front.token(self)
+                if self.headers.get("Authorization") != f"Bearer {front.TOKEN}":
+                    self.send_response(401)
+                    self.send_header("WWW-Authenticate", f'Bearer realm="http://{front.host}/token",'
+                                                         f'service="mica-tests"')
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                front.forward(self, upstream)
+            do_GET = do_HEAD = do_POST = do_PUT = do_any
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.host = f"127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def token(self, handler):
+        import urllib.parse
+
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(handler.path).query)
+        self.scopes += query.get("scope", [])
+        good = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+        body = json.dumps({"token": self.TOKEN}).encode() if handler.headers.get("Authorization") == good else b""
+        handler.send_response(200 if body else 401)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    @staticmethod
+    def forward(handler, upstream: str):
+        import http.client
+
+        length = int(handler.headers.get("Content-Length") or 0)
+        body = handler.rfile.read(length) if length else None
+        headers = {k: v for k, v in handler.headers.items() if k.lower() not in ("authorization", "host")}
+        connection = http.client.HTTPConnection(upstream, timeout=30)
+        connection.request(handler.command, handler.path, body=body, headers=headers)
+        answer = connection.getresponse()
+        data = answer.read()
+        handler.send_response(answer.status)
+        for key, value in answer.getheaders():
+            if key.lower() not in ("content-length", "connection", "transfer-encoding"):
+                handler.send_header(key, value.replace(upstream, handler.headers["Host"]))
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        if handler.command != "HEAD":
+            handler.wfile.write(data)
+        connection.close()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_bearer_tokens_are_fetched_for_the_repository(open_registry, hello_binaries, monkeypatch, tmp_path):
+    front = TokenFront(open_registry.host)
+    try:
+        login(monkeypatch, tmp_path, front.host)
+        built = hello_image(hello_binaries, run="bearer")
+        assert registry.push_image(built, f"{front.host}/mica/bearer:1").uploaded == 4
+        assert front.scopes[0] == "repository:mica/bearer:pull,push"
+        login(monkeypatch, tmp_path, front.host, password="wrong")
+        with pytest.raises(registry.RegistryError) as refused:
+            bases.load_base(f"{front.host}/mica/bearer:1", ["linux/amd64"])
+        assert str(refused.value) == (f"the registry {front.host} refused the login of 'mica' "
+                                      f"(from {tmp_path / 'config.json'})")
+    finally:
+        front.close()
