@@ -100,6 +100,12 @@ def cmd_image(args) -> int:
     from .link import bases, image, registry
 
     labels, annotations = key_values(args.label, "--label"), key_values(args.annotation, "--annotation")
+    if args.load and args.push and not args.output:
+        raise UsageError("--load hands Docker the tarball: give -o as well as --push")
+    if args.overwrite and not args.push:
+        raise UsageError("--overwrite moves a registry tag: it goes with --push")
+    if args.push:
+        registry.push_target(args.push)  # a bad reference is told before anything is built
     program = _compile(args.program)
     if program.uses_gpu and not args.base:
         raise image.ImageError(f"{args.program} uses the GPU, so its binary needs glibc (docs/gpu.md): "
@@ -129,8 +135,6 @@ def cmd_image(args) -> int:
         done = "already there" if pushed.unchanged else f"{pushed.uploaded} blob(s) sent, {pushed.present} present"
         print(f"pushed {args.push}: {pushed.reference} ({done})")
     if args.load:
-        if not output:
-            raise UsageError("--load hands Docker the tarball: give -o as well as --push")
         for tag in image.load_image(output):
             print(f"loaded {tag}")
     return 0

@@ -15,6 +15,7 @@ from helpers import EXAMPLES
 from micatool.cli import main
 from registry_env import open_registry  # noqa: F401 (fixture)
 
+pytestmark = pytest.mark.registry
 DOC = EXAMPLES.parent / "docs" / "deploy.md"
 PUSHED = re.compile(r"^pushed [^ ]*: ([^ ]*) \(.*$", re.M)  # the doc's sed expression, in Python
 

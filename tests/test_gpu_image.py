@@ -18,11 +18,12 @@ import tarfile
 
 import pytest
 
-from docker_env import arm64_emulation, skopeo  # noqa: F401 (fixtures)
+from docker_env import arm64_emulation, docker_daemon, skopeo  # noqa: F401 (fixtures)
 from fake_driver import build_fake_driver
 from glibc_base import BASE_ENV, BASE_USER, glibc_base, run_in_root, unpack_layers  # noqa: F401 (fixture)
 from helpers import EXAMPLES
 from static_hello import hello_binaries  # noqa: F401 (fixture)
+from test_image import docker, run_container
 from micatool.cli import _build_binary, _compile, main
 from micatool import targets
 from micatool.link import bases, image, size
@@ -72,6 +73,12 @@ def manifests(path) -> dict[str, dict]:
             for m in index["manifests"]}
 
 
+def layout_index(layout) -> dict:
+    """The image index an OCI layout's index.json points at."""
+    top = json.loads((layout / "index.json").read_text())["manifests"][0]
+    return json.loads((layout / image.blob_path(top["digest"])).read_text())
+
+
 def run_platform(tarball, platform, driver, tmp_path) -> subprocess.CompletedProcess:
     root = tmp_path / platform.replace("/", "-")
     root.mkdir()
@@ -118,6 +125,7 @@ def test_amd64_runs_in_an_empty_root_with_the_fake_driver(gpu_image, fake_driver
     host_digits(done.stdout)
 
 
+@pytest.mark.qemu
 def test_arm64_runs_the_same_under_qemu(gpu_image, fake_drivers, arm64_emulation, tmp_path):
     amd64 = run_platform(gpu_image, "linux/amd64", fake_drivers["linux/amd64"], tmp_path)
     done = run_platform(gpu_image, "linux/arm64", fake_drivers["linux/arm64"], tmp_path)
@@ -155,18 +163,14 @@ def test_a_gpu_program_without_a_base_is_told_which_to_pass(tmp_path, capsys):
     assert not (tmp_path / "x.tar").exists()
 
 
-def test_a_base_without_glibc_is_refused(tmp_path, capsys, glibc_base):
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    (empty / "oci-layout").write_text('{"imageLayoutVersion":"1.0.0"}')
-    # an OCI archive with only the amd64 manifest: the arm64 build has nothing to stand on
-    shutil.copytree(glibc_base.layout / "blobs", empty / "blobs")
-    amd64 = next(m for m in json.loads((glibc_base.layout / "blobs" / "sha256" / json.loads(
-        (glibc_base.layout / "index.json").read_text())["manifests"][0]["digest"].split(":")[1]).read_text())[
-        "manifests"] if m["platform"]["architecture"] == "amd64")
-    (empty / "index.json").write_text(json.dumps({"schemaVersion": 2, "manifests": [amd64]}))
-    assert main(["image", str(PROGRAM), "--tag", TAG, "--base", str(empty), "-o", str(tmp_path / "x.tar")]) == 1
-    assert capsys.readouterr().err == (f"micatool: error: the base {empty} has no linux/arm64 image "
+def test_a_base_without_the_platform_is_refused(tmp_path, capsys, glibc_base):
+    """An OCI layout whose index.json names only the amd64 manifest: the arm64 build has nothing to stand on."""
+    partial = tmp_path / "partial"
+    shutil.copytree(glibc_base.layout, partial)
+    amd64 = next(m for m in layout_index(partial)["manifests"] if m["platform"]["architecture"] == "amd64")
+    (partial / "index.json").write_text(json.dumps({"schemaVersion": 2, "manifests": [amd64]}))
+    assert main(["image", str(PROGRAM), "--tag", TAG, "--base", str(partial), "-o", str(tmp_path / "x.tar")]) == 1
+    assert capsys.readouterr().err == (f"micatool: error: the base {partial} has no linux/arm64 image "
                                        "(it has: linux/amd64)\n")
 
 
@@ -209,3 +213,17 @@ def test_the_gpu_images_fit_their_budgets(gpu_image, glibc_base, tmp_path, capsy
     rows = size.budget_rows(measured, EXAMPLES.parent / "images" / "budgets.toml", "images")
     assert len(rows) == 8
     assert [row["example"] for row in rows if row["verdict"] != "ok"] == [], size.format_table(rows)
+
+
+@pytest.mark.docker
+def test_docker_loads_and_runs_the_gpu_tarball(gpu_image, fake_drivers, docker_daemon):
+    """The tarball's docker-load view with the base's gzip layers; the driver mounted as the toolkit would."""
+    done = docker("load", "-i", str(gpu_image))
+    assert done.returncode == 0, done.stderr
+    try:
+        done = run_container(TAG + "-amd64", "--platform", "linux/amd64",
+                             "-v", f"{fake_drivers['linux/amd64']}:/usr/lib/x86_64-linux-gnu/libcuda.so.1:ro")
+        assert done.returncode == 0, done.stderr
+        host_digits(done.stdout)
+    finally:
+        docker("rmi", "-f", TAG, TAG + "-amd64", TAG + "-arm64")

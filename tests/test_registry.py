@@ -12,6 +12,7 @@ import json
 import shutil
 import socket
 import subprocess
+import tarfile
 import threading
 
 import pytest
@@ -27,6 +28,7 @@ from static_hello import HELLO_LINE, hello_binaries  # noqa: F401 (fixture)
 from test_image import docker
 
 EPOCH = 1700000000
+pytestmark = pytest.mark.registry
 
 
 def hello_image(hello_binaries, **labels) -> image.Image:
@@ -189,8 +191,6 @@ def pushed_gpu(open_registry, glibc_base, skopeo, tmp_path_factory):
 
 def test_the_base_pulled_keeps_its_layers(pushed_gpu, glibc_base):
     _, out = pushed_gpu
-    import tarfile
-
     with tarfile.open(out) as tar:
         for platform, digest in glibc_base.layer_digests.items():
             assert tar.getmember(image.blob_path(digest)).isfile()

@@ -155,23 +155,25 @@ class Session:
     def request(self, method: str, url: str, data: bytes | None = None, headers: dict | None = None,
                 doing: str = "") -> tuple[int, http.client.HTTPMessage, bytes]:
         """(status, headers, body); a 401 is answered once with the credentials it asks for."""
-        for attempt in range(2):
-            request = urllib.request.Request(url, data=data, method=method, headers=dict(headers or {}))
-            if self.authorization:
-                request.add_header("Authorization", self.authorization)
-            try:
-                with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-                    self.answered = True
-                    return response.status, response.headers, response.read()
-            except urllib.error.HTTPError as e:
+        answer = self.send(method, url, data, headers, doing)
+        if answer[0] == 401 and self.authenticate(answer[1].get("WWW-Authenticate", "")):
+            answer = self.send(method, url, data, headers, doing)
+        return answer
+
+    def send(self, method, url, data, headers, doing) -> tuple[int, http.client.HTTPMessage, bytes]:
+        request = urllib.request.Request(url, data=data, method=method, headers=dict(headers or {}))
+        if self.authorization:
+            # not carried over a redirect: blob stores that registries redirect to refuse a second login
+            request.add_unredirected_header("Authorization", self.authorization)
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
                 self.answered = True
-                body = e.read()
-                if e.code == 401 and attempt == 0 and self.authenticate(e.headers.get("WWW-Authenticate", "")):
-                    continue
-                return e.code, e.headers, body
-            except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
-                raise self.unreachable(e, doing) from None
-        raise AssertionError("unreachable: the second attempt returns")
+                return response.status, response.headers, response.read()
+        except urllib.error.HTTPError as e:
+            self.answered = True
+            return e.code, e.headers, e.read()
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
+            raise self.unreachable(e, doing) from None
 
     def unreachable(self, e: Exception, doing: str) -> RegistryError:
         reason = getattr(e, "reason", None) or e
@@ -202,7 +204,7 @@ class Session:
         url = fields["realm"] + ("&" if "?" in fields["realm"] else "?") + urllib.parse.urlencode(query)
         request = urllib.request.Request(url)
         if self.login:
-            request.add_header("Authorization", "Basic " + base64.b64encode(":".join(self.login).encode()).decode())
+            request.add_unredirected_header("Authorization", "Basic " + base64.b64encode(":".join(self.login).encode()).decode())
         try:
             with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
                 answer = json.loads(response.read())
@@ -257,11 +259,17 @@ class Pushed:
     unchanged: bool  # the tag already named this very image
 
 
-def push_image(image: Image, target: str, overwrite: bool = False) -> Pushed:
-    """Upload `image` and tag it `target` (registry/name:tag)."""
+def push_target(target: str) -> Reference:
+    """The reference a push goes to: a tag, never a digest (the index's digest is not known to the user)."""
     ref = parse_reference(target)
     if ref.digest:
         raise ImageError(f"--push {target}: give a tag to push to, not a digest")
+    return ref
+
+
+def push_image(image: Image, target: str, overwrite: bool = False) -> Pushed:
+    """Upload `image` and tag it `target` (registry/name:tag)."""
+    ref = push_target(target)
     session = Session(ref, "pull,push")
     index_digest = image.index_digest
     current = tagged_digest(session)
