@@ -53,26 +53,33 @@ def test_the_references_are_digests(references, open_registry):
     assert references["GPU_GPT_IMAGE"].startswith(f"{open_registry.host}/ml/gpu-gpt@sha256:")
 
 
+def volume_of(spec: dict, container: dict, flag: str) -> dict:
+    """The pod volume that holds the path given after `flag` in the container's arguments."""
+    path = container["args"][container["args"].index(flag) + 1]
+    (mount,) = [m for m in container["volumeMounts"] if path.startswith(m["mountPath"] + "/")]
+    (volume,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+    return volume
+
+
 def test_the_job_trains_with_its_checkpoint_on_a_volume(references):
     (job,) = [d for d in filled(references) if d["kind"] == "Job"]
     spec = job["spec"]["template"]["spec"]
     (container,) = spec["containers"]
     assert container["image"] == references["GPT_IMAGE"]
-    (mount,) = container["volumeMounts"]
-    save = container["args"][container["args"].index("--save") + 1]
-    assert save.startswith(mount["mountPath"] + "/")
-    (volume,) = spec["volumes"]
-    assert volume["name"] == mount["name"]
     (claim,) = [d for d in filled(references) if d["kind"] == "PersistentVolumeClaim"]
-    assert volume["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
+    assert volume_of(spec, container, "--save")["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
+    assert volume_of(spec, container, "--corpus")["configMap"]["name"] == "gpt-corpus"
+    assert spec["restartPolicy"] == "Never"
     assert spec["securityContext"]["runAsUser"] == 65534
 
 
 def test_the_deployment_asks_for_one_gpu(references):
     (deployment,) = [d for d in filled(references) if d["kind"] == "Deployment"]
-    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    spec = deployment["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
     assert container["image"] == references["GPU_GPT_IMAGE"]
     assert container["resources"]["limits"] == {"nvidia.com/gpu": 1}
+    assert volume_of(spec, container, "--corpus")["configMap"]["name"] == "gpt-corpus"
     labels = deployment["spec"]["template"]["metadata"]["labels"]
     assert deployment["spec"]["selector"]["matchLabels"] == labels
 

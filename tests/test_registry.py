@@ -7,8 +7,10 @@ it (the `docker` tests).
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -184,22 +186,26 @@ def pushed_gpu(open_registry, glibc_base, skopeo, tmp_path_factory):
         env.setenv("DOCKER_CONFIG", str(tmp_path_factory.mktemp("no-login")))
         folder = tmp_path_factory.mktemp("pushed-gpu")
         out = folder / "gpu.tar"
-        assert main(["image", str(EXAMPLES / "gpu" / "gpu.mica"), "--tag", "mica/gpu:1", "--base", base,
-                     "--push", f"{open_registry.host}/mica/gpu:1", "-o", str(out)]) == 0
-    return f"{open_registry.host}/mica/gpu:1", out
+        with open(folder / "printed.txt", "w") as printed, contextlib.redirect_stdout(printed):
+            assert main(["image", str(EXAMPLES / "gpu" / "gpu.mica"), "--tag", "mica/gpu:1", "--base", base,
+                         "--push", f"{open_registry.host}/mica/gpu:1", "-o", str(out)]) == 0
+    return f"{open_registry.host}/mica/gpu:1", out, (folder / "printed.txt").read_text()
 
 
-def test_the_base_pulled_keeps_its_layers(pushed_gpu, glibc_base):
-    _, out = pushed_gpu
+def test_the_base_pulled_keeps_its_layers(pushed_gpu, glibc_base, open_registry):
+    ref, out, printed = pushed_gpu
     with tarfile.open(out) as tar:
         for platform, digest in glibc_base.layer_digests.items():
             assert tar.getmember(image.blob_path(digest)).isfile()
+    # the base's two layers are mounted from its repository; two binaries and two configs are sent
+    assert re.search(rf"^pushed {ref}: {open_registry.host}/mica/gpu@sha256:[0-9a-f]{{64}} "
+                     r"\(4 blob\(s\) sent, 2 present\)$", printed, re.M), printed
 
 
 @pytest.mark.docker
 @pytest.mark.parametrize("platform", ["linux/amd64", "linux/arm64"])
 def test_docker_pulls_and_runs_the_gpu_image(platform, pushed_gpu, docker_daemon, arm64_emulation, tmp_path):
-    ref, _ = pushed_gpu
+    ref = pushed_gpu[0]
     triple = {"linux/amd64": "x86_64-linux-gnu", "linux/arm64": "aarch64-linux-gnu"}[platform]
     driver = build_fake_driver(tmp_path, triple + ".2.28")
     done = docker("pull", "--platform", platform, ref, timeout=300)

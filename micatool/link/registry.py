@@ -2,7 +2,8 @@
 with Python's standard library and no daemon, as ko does.
 
 Push (`push_image`): every blob the registry lacks (a HEAD per blob says which
-it has), then each platform's manifest by digest, and the index under the
+it has; a base's layers are mounted from the base's repository when it is on
+the same registry), then each platform's manifest by digest, and the index under the
 tag last. An interrupted push therefore leaves blobs and untagged manifests
 behind, never a tag naming a partial image. A tag that already names another
 image is refused unless `overwrite`; the same image again is a no-op.
@@ -36,7 +37,7 @@ import urllib.request
 from dataclasses import dataclass
 
 from .bases import parse_json, select_platforms, verified
-from .image import OCI_INDEX, OCI_MANIFEST, BaseLayers, Image, ImageError, normalize_tag, split_tag
+from .image import BASE_NAME, OCI_INDEX, OCI_MANIFEST, BaseLayers, Image, ImageError, normalize_tag, split_tag
 
 DOCKER_HUB = "docker.io"
 DOCKER_HUB_API = "registry-1.docker.io"
@@ -279,11 +280,15 @@ def push_image(image: Image, target: str, overwrite: bool = False) -> Pushed:
     if current is not None and not overwrite:
         raise RegistryError(f"{ref} already names another image ({current}); pass --overwrite to move the tag")
     manifests = {p.manifest_digest for p in image.platforms.values()} | {index_digest}
+    base = image.annotations.get(BASE_NAME)
+    mount_from = None
+    if base and parse_reference(base).registry == ref.registry:
+        mount_from = parse_reference(base).repository
     uploaded = present = 0
     for digest, data in sorted(image.blobs.items()):
         if digest in manifests:
             continue
-        if upload_blob(session, digest, data):
+        if upload_blob(session, digest, data, mount_from):
             uploaded += 1
         else:
             present += 1
@@ -302,15 +307,19 @@ def tagged_digest(session: Session) -> str | None:
     return headers.get("Docker-Content-Digest") if status == 200 else None
 
 
-def upload_blob(session: Session, digest: str, data: bytes) -> bool:
-    """Send one blob unless the registry has it; True when it was sent."""
+def upload_blob(session: Session, digest: str, data: bytes, mount_from: str | None) -> bool:
+    """Send one blob unless the registry has it in this repository, or can
+    link it from `mount_from` (the base's repository); True when it was sent."""
     doing = f"uploading {digest[:19]}"
     status, _, _ = session.expect(session.request("HEAD", session.url(f"blobs/{digest}"), doing=doing),
                                   (200, 404), doing)
     if status == 200:
         return False
-    _, headers, _ = session.expect(session.request("POST", session.url("blobs/uploads/"), data=b"", doing=doing),
-                                   (202,), doing)
+    query = "?" + urllib.parse.urlencode({"mount": digest, "from": mount_from}) if mount_from else ""
+    status, headers, _ = session.expect(
+        session.request("POST", session.url("blobs/uploads/" + query), data=b"", doing=doing), (201, 202), doing)
+    if status == 201:  # mounted: the registry had it in the base's repository
+        return False
     location = urllib.parse.urljoin(session.base, headers.get("Location", ""))
     location += ("&" if "?" in location else "?") + urllib.parse.urlencode({"digest": digest})
     session.expect(session.request("PUT", location, data=data, doing=doing,
