@@ -14,7 +14,10 @@ Each image holds one layer with one file, `/<binary_name>`, and a config whose
 entrypoint is that file, run as user 65534 with no shell and no environment.
 With a base (`bases.py`: the glibc runtime a GPU binary needs, docs/gpu.md),
 the base's layers come first, exactly as the base has them (same digests),
-and the binary's layer last; the base's config is not used.
+and the binary's layer last; the base's config is not used. Each config
+carries labels and each manifest and the index annotations: the conventional
+org.opencontainers.image.* keys (created, title, and from git, source and
+revision) and the user's own.
 
 Tags in manifest.json (Docker keeps one platform per tag): every platform is
 tagged `<tag>-<arch>` (`hello:1.0-amd64`, `hello:1.0-arm64`), and the plain
@@ -167,7 +170,7 @@ def build_image(binaries: dict[str, bytes], tag: str, epoch: int | None = None,
     base = base or {}
     for name, data in platforms.items():
         check_binary(name, data, base.get(name))
-    annotations = dict(sorted({**default_annotations(epoch, base), **(annotations or {})}.items()))
+    annotations = {**default_annotations(epoch, base), **(annotations or {})}
     labels = {**default_annotations(epoch, {}), **(labels or {})}
 
     blobs: dict[str, bytes] = {}
@@ -257,7 +260,7 @@ def image_config(platform: Platform, binary_name: str, diff_ids: list[str], hist
             "Entrypoint": ["/" + binary_name],
             "User": USER,
             "Env": [],
-            "Labels": dict(sorted(labels.items())),
+            "Labels": labels,
         },
         "rootfs": {"type": "layers", "diff_ids": diff_ids},
         "history": [*history, {"created": created, "created_by": "micatool image"}],
@@ -502,7 +505,7 @@ def normalize_tag(tag: str) -> str:
         raise ImageError(f"tag {tag!r} names a digest; give name:tag")
     name, label = split_tag(tag)
     path = name.split("/")
-    if len(path) > 1 and ("." in path[0] or ":" in path[0] or path[0] == "localhost"):
+    if len(path) > 1 and is_registry_host(path[0]):
         path = path[1:]  # a registry host may carry dots, a port and capitals
     ok = TAG_RE.fullmatch(label) and all(NAME_RE.fullmatch(p) for p in path)
     if not ok or len(arch_tag(label, "amd64")) > 128:
@@ -511,11 +514,16 @@ def normalize_tag(tag: str) -> str:
     return f"{name}:{label}"
 
 
+def is_registry_host(first: str) -> bool:
+    """Whether a name's first part names a registry (as Docker decides), not a path on Docker Hub."""
+    return "." in first or ":" in first or first == "localhost"
+
+
 def full_reference(tag: str) -> str:
     """The fully spelled reference containerd stores: docker.io/library/x:tag."""
     name, label = split_tag(tag)
     first, _, rest = name.partition("/")
-    if rest and ("." in first or ":" in first or first == "localhost"):
+    if rest and is_registry_host(first):
         return f"{name}:{label}"
     if not rest:
         name = "library/" + name

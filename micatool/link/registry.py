@@ -37,7 +37,8 @@ import urllib.request
 from dataclasses import dataclass
 
 from .bases import parse_json, select_platforms, verified
-from .image import BASE_NAME, OCI_INDEX, OCI_MANIFEST, BaseLayers, Image, ImageError, normalize_tag, split_tag
+from .image import (BASE_NAME, OCI_INDEX, OCI_MANIFEST, BaseLayers, Image, ImageError,
+                    is_registry_host, normalize_tag, split_tag)
 
 DOCKER_HUB = "docker.io"
 DOCKER_HUB_API = "registry-1.docker.io"
@@ -83,7 +84,7 @@ def parse_reference(text: str) -> Reference:
     named = normalize_tag(name)
     repository, tag = split_tag(named)
     first, slash, rest = repository.partition("/")
-    if slash and ("." in first or ":" in first or first == "localhost"):
+    if slash and is_registry_host(first):
         registry, repository = first, rest
     else:
         registry = DOCKER_HUB
@@ -92,11 +93,15 @@ def parse_reference(text: str) -> Reference:
 
 
 def is_loopback(host: str) -> bool:
-    name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host.strip("[]")
+    """localhost, 127.0.0.0/8 or ::1, with or without a port ('[::1]:5000')."""
+    if host.startswith("["):
+        name = host[1:host.find("]")]
+    else:
+        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
     if name == "localhost":
         return True
     try:
-        return ipaddress.ip_address(name.strip("[]")).is_loopback
+        return ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False
 
@@ -340,23 +345,24 @@ def pull_base(name: str, platforms: list[str]) -> dict[str, BaseLayers]:
     """The base image `name` from its registry, per platform."""
     ref = parse_reference(name)
     session = Session(ref, "pull")
-    top_digest = ref.digest or ""
-
-    def fetch(digest: str) -> bytes:
-        kind = "manifests" if digest == top_digest or digest in manifests else "blobs"
-        doing = f"reading {digest[:19]} of {ref}"
-        _, _, data = session.expect(session.request("GET", session.url(f"{kind}/{digest}"),
-                                                    headers={"Accept": ACCEPT}, doing=doing), (200,), doing)
-        return verified(name, digest, data)
-
-    doing = f"reading {ref}"
-    _, _, body = session.expect(session.request("GET", session.url(f"manifests/{ref.digest or ref.tag}"),
-                                                headers={"Accept": ACCEPT}, doing=doing), (200,), doing)
+    body = get(session, f"manifests/{ref.digest or ref.tag}", f"reading {ref}")
     top_digest = "sha256:" + hashlib.sha256(body).hexdigest()
     if ref.digest and top_digest != ref.digest:
         raise RegistryError(f"the registry {ref.registry} sent a manifest for {ref} whose digest is {top_digest}")
     top = parse_json(name, str(ref), body)
-    manifests = {m.get("digest") for m in top.get("manifests", [])}
-    known = {top_digest: body}
+    platform_manifests = {m.get("digest") for m in top.get("manifests", [])}  # an index's; a manifest has none
+
+    def fetch(digest: str) -> bytes:
+        if digest == top_digest:
+            return body
+        kind = "manifests" if digest in platform_manifests else "blobs"
+        return verified(name, digest, get(session, f"{kind}/{digest}", f"reading {digest[:19]} of {ref}"))
+
     return select_platforms(name, str(ref), {"digest": top_digest, "mediaType": top.get("mediaType")},
-                            lambda d: known[d] if d in known else fetch(d), platforms)
+                            fetch, platforms)
+
+
+def get(session: Session, path: str, doing: str) -> bytes:
+    _, _, body = session.expect(session.request("GET", session.url(path), headers={"Accept": ACCEPT}, doing=doing),
+                                (200,), doing)
+    return body
