@@ -5,11 +5,14 @@ registry on 127.0.0.1, parse and name those digests."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import re
+import subprocess
 
 import pytest
 import yaml
 
+from docker_env import skopeo  # noqa: F401 (fixture)
 from glibc_base import glibc_base  # noqa: F401 (fixture)
 from helpers import EXAMPLES
 from micatool.cli import main
@@ -48,9 +51,13 @@ def filled(references) -> list[dict]:
     return documents
 
 
-def test_the_references_are_digests(references, open_registry):
+def test_the_references_are_digests(references, open_registry, skopeo):
     assert references["GPT_IMAGE"].startswith(f"{open_registry.host}/ml/gpt@sha256:")
     assert references["GPU_GPT_IMAGE"].startswith(f"{open_registry.host}/ml/gpu-gpt@sha256:")
+    for ref in references.values():  # the registry serves, under each digest, the bytes of that digest
+        raw = subprocess.run([skopeo, "inspect", "--raw", "--tls-verify=false", f"docker://{ref}"],
+                             capture_output=True, check=True).stdout
+        assert "sha256:" + hashlib.sha256(raw).hexdigest() == ref.split("@")[1]
 
 
 def volume_of(spec: dict, container: dict, flag: str) -> dict:
