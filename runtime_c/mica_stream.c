@@ -32,8 +32,10 @@ typedef struct file_stream {
     int error;          /* the first failed read's or write's errno */
     size_t start, used; /* reading: the unread bytes are buffer[start, used); writing: buffer[0, used) */
     struct file_stream *prev, *next; /* the open ones, which an early end puts away */
-    char buffer[1 << 16];
+    char *buffer;       /* STREAM_BUFFER bytes: after the struct for an opened file, in .bss for Input */
 } file_stream;
+
+#define STREAM_BUFFER ((size_t)1 << 16)
 
 static file_stream *open_streams;
 
@@ -48,8 +50,8 @@ static void send(file_stream *s) {
 
 static void put_buffered(mica_stream *to, const char *data, size_t size) {
     file_stream *s = (file_stream *)to;
-    if (size > sizeof s->buffer - s->used) send(s);
-    if (size >= sizeof s->buffer) {
+    if (size > STREAM_BUFFER - s->used) send(s);
+    if (size >= STREAM_BUFFER) {
         send_bytes(s, data, size); /* too big to collect: straight out */
         return;
     }
@@ -62,9 +64,12 @@ static void put_unbuffered(mica_stream *to, const char *data, size_t size) {
     send_bytes((file_stream *)to, data, size);
 }
 
+/* Their buffers are apart from them: an initialized struct lives in the file's
+ * .data, and with the buffer inside, 64 KiB of every program that names one. */
+static char input_buffer[STREAM_BUFFER];
 static file_stream standard_input = {
-    .base = {put_buffered}, .mode = READING, .fd = 0, .name = "standard input"};
-static file_stream standard_error = {
+    .base = {put_buffered}, .mode = READING, .fd = 0, .name = "standard input", .buffer = input_buffer};
+static file_stream standard_error = { /* unbuffered: no buffer */
     .base = {put_unbuffered}, .mode = APPENDING, .fd = 2, .name = "standard error"};
 
 mica_stream *mica_input(void) {
@@ -106,7 +111,8 @@ static bool opened(mica_stream **f, enum mode mode, int fd, const char *name, co
     static bool watching;
     if (!watching) watching = atexit(end_early) == 0;
     mica_stream_drop(f); /* the stream the variable held closes first */
-    file_stream *s = mica_alloc(sizeof *s, 0);
+    file_stream *s = mica_alloc(sizeof *s + STREAM_BUFFER, 0);
+    s->buffer = (char *)(s + 1);
     s->base.put = put_buffered;
     s->mode = mode;
     s->fd = fd;
@@ -211,7 +217,7 @@ static file_stream *readable(mica_stream *f, int at) {
 static bool fill(file_stream *s) {
     s->start = s->used = 0;
     for (;;) {
-        ssize_t got = read(s->fd, s->buffer, sizeof s->buffer);
+        ssize_t got = read(s->fd, s->buffer, STREAM_BUFFER);
         if (got < 0 && errno == EINTR) continue;
         if (got < 0) s->error = errno;
         if (got <= 0) return false;
