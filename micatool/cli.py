@@ -97,26 +97,58 @@ def cmd_build(args) -> int:
 
 
 def cmd_image(args) -> int:
-    from .link import image
+    from .link import bases, image, registry
 
+    labels, annotations = key_values(args.label, "--label"), key_values(args.annotation, "--annotation")
+    if args.load and args.push and not args.output:
+        raise UsageError("--load hands Docker the tarball: give -o as well as --push")
+    if args.overwrite and not args.push:
+        raise UsageError("--overwrite moves a registry tag: it goes with --push")
+    if args.push:
+        registry.push_target(args.push)  # a bad reference is told before anything is built
     program = _compile(args.program)
-    if program.uses_gpu:
-        raise image.ImageError(f"{args.program} uses the GPU: its binary is the glibc flavour (docs/gpu.md), "
-                               "which a FROM scratch image cannot run; build it and ship it on a CUDA base image")
-    output = output_path(args, Path(args.program).stem + ".tar")
+    if program.uses_gpu and not args.base:
+        raise image.ImageError(f"{args.program} uses the GPU, so its binary needs glibc (docs/gpu.md): "
+                               f"pass --base with a glibc image, such as --base {bases.SUGGESTED_BASE}")
+    output = output_path(args, Path(args.program).stem + ".tar") if args.output or not args.push else None
     binaries = {}
     for word in args.platform.split(","):
         target = targets.resolve(word.strip())
         binaries[target.platform] = _build_binary(program, target, "fast", None).read_bytes()
-    with progress.step(f"writing {output}"):
-        info = image.write_image(binaries, args.tag, output)
-    print(f"wrote {output}: {info.tag}, {len(binaries)} platform(s), index {info.index_digest}, {info.tarball_size} bytes")
-    for platform, part in sorted(info.platforms.items()):
-        print(f"  {platform}: manifest {part.manifest_digest}, layer {part.layer_size} bytes")
+    base = None
+    if args.base:
+        with progress.step(f"reading the base {args.base}"):
+            base = bases.load_base(args.base, sorted(binaries))
+    notes = image.source_metadata(Path(args.program))
+    built = image.build_image(binaries, args.tag, None, "app", base, {**notes, **labels}, {**notes, **annotations})
+    if output:
+        with progress.step(f"writing {output}"):
+            info = image.write_layout(built, output, image.resolve_epoch(None))
+        print(f"wrote {output}: {info.tag}, {len(binaries)} platform(s), index {info.index_digest}, "
+              f"{info.tarball_size} bytes")
+    for platform, part in sorted(built.platforms.items()):
+        print(f"  {platform}: manifest {part.manifest_digest}, layer {part.layer_size} bytes, "
+              f"image {part.image_size} bytes")
+    if args.push:
+        with progress.step(f"pushing {args.push}"):
+            pushed = registry.push_image(built, args.push, args.overwrite)
+        done = "already there" if pushed.unchanged else f"{pushed.uploaded} blob(s) sent, {pushed.present} present"
+        print(f"pushed {args.push}: {pushed.reference} ({done})")
     if args.load:
         for tag in image.load_image(output):
             print(f"loaded {tag}")
     return 0
+
+
+def key_values(items: list[str] | None, flag: str) -> dict[str, str]:
+    """KEY=VALUE words into a dict; a word without '=' is a usage error."""
+    pairs = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"{flag} {item!r}: give KEY=VALUE")
+        pairs[key] = value
+    return pairs
 
 
 def cmd_size(args) -> int:
@@ -241,8 +273,18 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
         if name == "image":
             sub.add_argument("--platform", default="linux/amd64,linux/arm64", help="comma-separated platforms")
             sub.add_argument("--tag", required=True, help="the image's name:tag")
-            sub.add_argument("-o", "--output", help="the tarball to write (default: the program's name.tar)")
+            sub.add_argument("-o", "--output",
+                             help="the tarball to write (default: the program's name.tar; none with --push alone)")
             sub.add_argument("--load", action="store_true", help="hand the image to Docker afterwards")
+            sub.add_argument("--base", help="the image whose layers go below the binary (a GPU program needs "
+                                            "glibc): an OCI layout folder, an OCI or docker-save tarball, "
+                                            "or a registry reference")
+            sub.add_argument("--push", metavar="REGISTRY/NAME:TAG", help="upload the image to a registry, no daemon")
+            sub.add_argument("--overwrite", action="store_true",
+                             help="with --push: move a tag that already names another image")
+            sub.add_argument("--label", action="append", metavar="KEY=VALUE", help="a label in each image's config")
+            sub.add_argument("--annotation", action="append", metavar="KEY=VALUE",
+                             help="an annotation on each manifest and the index")
         if name == "size":
             sub.add_argument("--target", default="x86_64-linux,aarch64-linux", help="comma-separated targets")
             sub.add_argument("--check", metavar="BUDGETS", help="fail when a binary exceeds its budget (TOML)")

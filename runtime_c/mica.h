@@ -227,6 +227,42 @@ bool mica_connect(mica_string host, int64_t port, mica_stream **conn);
 int64_t mica_local_port(mica_stream *f, int at);
 void mica_set_timeout(mica_stream *f, double seconds, int at);
 
+/* ------------------------------------------------------------ regular expressions */
+
+/* A compiled regex (mica_regex.c): immutable, so copies share one program
+ * through an atomic reference count; the zero value is a regex not yet
+ * compiled, which the matching calls refuse with a trap at their line.
+ * Compile answers false for a malformed pattern, leaving the reason (with
+ * its 1-based byte position) for LastError and *re as it was. A pattern
+ * compiles to at most MICA_REGEX_MAX_INSTRUCTIONS instructions and holds at
+ * most MICA_REGEX_MAX_GROUPS groups, so a match needs bounded memory. */
+#define MICA_REGEX_MAX_INSTRUCTIONS 10000
+#define MICA_REGEX_MAX_GROUPS 100
+typedef struct {
+    struct mica_regex_program *program;
+} mica_regex;
+
+bool mica_regex_compile(mica_string pattern, mica_regex *re);
+mica_regex mica_regex_copy(mica_regex re);
+void mica_regex_drop(mica_regex *re);
+void mica_regex_assign(mica_regex *dst, mica_regex src); /* shares src */
+void mica_regex_move(mica_regex *dst, mica_regex src);   /* takes src */
+bool mica_regex_is_match(mica_regex re, mica_string s, int line);
+/* Find and FindAll replace the strings of a dynamic array (its length and
+ * elements, as `array of string` lays them out) with the answer. */
+bool mica_regex_find(mica_regex re, mica_string s, int64_t *count, mica_string **groups, int line);
+void mica_regex_find_all(mica_regex re, mica_string s, int64_t *count, mica_string **matches, int line);
+mica_string mica_regex_replace_all(mica_regex re, mica_string s, mica_string template, int line);
+/* The engine itself, which the calls above use and tests/c/regex_check.c
+ * checks: the groups of a compiled regex; one leftmost-first search from
+ * `from` (found: 2 * (groups + 1) byte offsets, -1 for a group that did not
+ * take part; an empty match at no_empty_at is passed over); and every match
+ * as FindAll and ReplaceAll take them, each handed to `each`. */
+int32_t mica_regex_groups(mica_regex re);
+bool mica_regex_search(mica_regex re, const char *text, int64_t len, int64_t from, int64_t no_empty_at,
+                       int64_t *found);
+void mica_regex_each_match(mica_regex re, mica_string s, void (*each)(void *, const int64_t *), void *context);
+
 /* ------------------------------------------------------------ output */
 
 /* Each writes to a stream (&mica_output: the program's output). Widths

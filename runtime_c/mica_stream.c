@@ -25,6 +25,7 @@
 
 typedef mica_fd_stream file_stream;
 
+
 static file_stream *open_streams;
 
 static void send_bytes(file_stream *s, const char *data, size_t size) {
@@ -52,11 +53,13 @@ static void put_unbuffered(mica_stream *to, const char *data, size_t size) {
     send_bytes((file_stream *)to, data, size);
 }
 
-/* Input and ErrOutput, never closed, have literal names. */
+/* Their buffers are apart from them: an initialized struct lives in the file's
+ * .data, and with the buffer inside, 64 KiB of every program that names one. */
+static char input_buffer[MICA_STREAM_BUFFER];
 static file_stream standard_input = {.base = {put_buffered}, .mode = READING, .fd = 0, .name = "standard input",
-                                     .in = standard_input.buffer, .out = standard_input.buffer};
-static file_stream standard_error = {.base = {put_unbuffered}, .mode = APPENDING, .fd = 2, .name = "standard error",
-                                     .send_all = mica_write_all};
+                                     .in = input_buffer};
+static file_stream standard_error = { /* unbuffered: no buffer */
+    .base = {put_unbuffered}, .mode = APPENDING, .fd = 2, .name = "standard error", .send_all = mica_write_all};
 
 mica_stream *mica_input(void) {
     return &standard_input.base;
@@ -102,18 +105,19 @@ static void end_early(void) {
     }
 }
 
-/* A stream with `extra` bytes after it (a connection's write buffer). */
-static file_stream *opened_with(mica_stream **f, enum mica_stream_mode mode, int fd, const char *name, size_t extra) {
+/* A stream with its `buffers` (0 to 2) after it: in, then out. */
+static file_stream *opened_with(mica_stream **f, enum mica_stream_mode mode, int fd, const char *name, int buffers) {
     static bool watching;
     if (!watching) watching = atexit(end_early) == 0;
     mica_stream_drop(f); /* the stream the variable held closes first */
-    file_stream *s = mica_alloc(sizeof *s + extra, 0);
+    file_stream *s = mica_alloc(sizeof *s + (size_t)buffers * MICA_STREAM_BUFFER, 0);
     s->base.put = put_buffered;
     s->mode = mode;
     s->fd = fd;
     s->name = name;
     s->send_all = mica_write_all;
-    s->in = s->out = s->buffer;
+    if (buffers > 0) s->in = s->out = (char *)(s + 1);
+    if (buffers > 1) s->out = s->in + MICA_STREAM_BUFFER;
     s->next = open_streams;
     if (open_streams) open_streams->prev = s;
     open_streams = s;
@@ -122,16 +126,15 @@ static file_stream *opened_with(mica_stream **f, enum mica_stream_mode mode, int
 }
 
 static bool opened(mica_stream **f, enum mica_stream_mode mode, int fd, const char *name, const mica_atomic *atomic) {
-    file_stream *s = opened_with(f, mode, fd, name, 0);
+    file_stream *s = opened_with(f, mode, fd, name, 1);
     if (atomic) s->atomic = *atomic;
     return true;
 }
 
 void mica_stream_of_socket(mica_stream **f, int fd, char *name, bool listening,
                            int (*send_all)(int fd, const void *bytes, size_t size)) {
-    file_stream *s = opened_with(f, listening ? LISTENING : CONNECTED, fd, name, listening ? 0 : MICA_STREAM_BUFFER);
+    file_stream *s = opened_with(f, listening ? LISTENING : CONNECTED, fd, name, listening ? 0 : 2);
     s->send_all = send_all;
-    if (!listening) s->out = (char *)(s + 1);
 }
 
 /* The reason (for LastError) that `name` could not be opened, having freed it. */

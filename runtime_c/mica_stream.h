@@ -14,7 +14,7 @@ typedef struct {
     int64_t len, capacity;
 } mica_growing;
 
-#define MICA_STREAM_BUFFER (1 << 16)
+#define MICA_STREAM_BUFFER ((size_t)1 << 16)
 
 typedef struct mica_fd_stream {
     mica_stream base; /* first: a mica_stream * of this stream points at its mica_fd_stream */
@@ -31,9 +31,10 @@ typedef struct mica_fd_stream {
     int64_t back_start;    /* back's bytes before this are taken again */
     size_t start, filled;  /* reading: the unread bytes are in[start, filled) */
     size_t pending;        /* writing: out[0, pending) */
-    char *in, *out;        /* a file reads or writes, so both are buffer; a connection's out follows the struct */
+    /* MICA_STREAM_BUFFER bytes each, after the struct (Input's in .bss): a file is read
+     * or written, so both are its one buffer; a connection has one each way. */
+    char *in, *out;
     struct mica_fd_stream *prev, *next; /* the open ones, which an early end puts away */
-    char buffer[MICA_STREAM_BUFFER];
 } mica_fd_stream;
 
 /* A socket stream from mica_net.c: `name` (for mica_free) and `fd` now belong

@@ -2,7 +2,8 @@
 on the CPU, through their real device glue, with no GPU.
 
 `build_fake_driver(directory)` compiles it with zig into
-`directory/libcuda.so.1`: x86_64-linux-gnu.2.28, as the GPU flavour is, with
+`directory/libcuda.so.1`: x86_64-linux-gnu.2.28 (or aarch64, for the arm64
+image test), as the GPU flavour is, with
 the whole runtime but its device side (mica_gpu*.c, the program's side of the
 driver API) and the runtime's own flags. The `fake_cuda` fixture builds it once per session
 and gives the environment a GPU program runs under to load it.
@@ -24,12 +25,12 @@ RUNTIME = ROOT / "runtime_c"
 SOURCE = ROOT / "tests" / "c" / "fake_cuda.c"
 
 
-def build_fake_driver(directory: Path) -> Path:
-    """libcuda.so.1 in directory, built from tests/c/fake_cuda.c."""
+def build_fake_driver(directory: Path, triple: str = "x86_64-linux-gnu.2.28") -> Path:
+    """libcuda.so.1 in directory, built from tests/c/fake_cuda.c for `triple`."""
     library = Path(directory) / "libcuda.so.1"
     runtime = [str(p) for p in sorted(RUNTIME.glob("*.c")) if not p.name.startswith("mica_gpu")]
     flags = targets.COMMON_FLAGS + targets.TIER_FLAGS["checked"]
-    command = [sys.executable, "-m", "ziglang", "cc", "-target", "x86_64-linux-gnu.2.28", "-shared", "-fPIC",
+    command = [sys.executable, "-m", "ziglang", "cc", "-target", triple, "-shared", "-fPIC",
                "-fvisibility=hidden", *flags, "-I", str(RUNTIME), str(SOURCE), *runtime, "-o", str(library),
                "-Wl,-z,defs", "-lm", "-lpthread"]
     done = subprocess.run(command, capture_output=True, text=True)

@@ -48,6 +48,16 @@ def run_text(tmp_path: Path, text: str, **kw) -> subprocess.CompletedProcess:
     return run(build_text(tmp_path, text, **kw))
 
 
+def build_harness(out: Path, name: str, sources: list[str], arch: str, *flags: str) -> Path:
+    """A C test harness from `sources` (paths from the repository root): static for
+    arch-linux-musl at -O2, every warning an error."""
+    exe = out / f"{name}_{arch}"
+    subprocess.run([sys.executable, "-m", "ziglang", "cc", "-target", f"{arch}-linux-musl", "-O2", "-static",
+                    "-fno-sanitize=undefined", "-Wall", "-Wextra", "-Werror", *flags, *sources, "-o", str(exe)],
+                   cwd=ROOT, check=True, capture_output=True, text=True)
+    return exe
+
+
 def find_ptxas() -> tuple[str | None, str]:
     """(path, 'where it came from and its version'), or (None, why not)."""
     candidates = [("/usr/local/bin/ptxas", "/usr/local/bin")]

@@ -8,8 +8,10 @@ which has no checks.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -81,3 +83,21 @@ def test_make_run_works(tmp_path):
     result = subprocess.run(["make", "-s", "-C", str(EXAMPLES / "words"), "run"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout == (EXAMPLES / "words" / "expected.txt").read_text()
+
+
+@pytest.mark.parametrize("target", BOTH_TARGETS)
+def test_wordfreq_reports_the_counts_pythons_re_finds(target, tmp_path, request):
+    """Its report, written through OpenWrite, holds every word and count, in byte order,
+    exactly as Python's re and a Counter find them in the same text."""
+    if target == "aarch64-linux":
+        request.getfixturevalue("aarch64")
+    example = EXAMPLES / "wordfreq"
+    text, report = example / "coriolanus.txt", tmp_path / "report.txt"
+    result = run(build(program_of(example), target=target), target=target, args=[str(text), str(report)],
+                 cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.endswith(f"\nevery word and its count: {report}\n")
+    counts = Counter(word.lower() for line in text.read_bytes().split(b"\n")
+                     for word in re.findall(rb"[A-Za-z]+(?:'[A-Za-z]+)?", line))
+    assert report.read_bytes() == b"".join(b"%6d %s\n" % (counts[w], w) for w in sorted(counts))
+    assert not list(tmp_path.glob("report.txt.tmp*"))  # the temporary became the report

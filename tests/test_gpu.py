@@ -74,11 +74,6 @@ def test_without_a_driver_the_first_device_operation_stops_at_its_line():
     assert result.stderr.startswith("gpu.mica:25: no CUDA device (libcuda.so.1: cannot open shared object file")
 
 
-def test_images_refuse_gpu_programs(tmp_path, capsys):
-    assert main(["image", str(PROGRAM), "--tag", "gpu:1", "-o", str(tmp_path / "gpu.tar")]) == 1
-    assert "uses the GPU" in capsys.readouterr().err
-
-
 @pytest.mark.gpu
 def test_runs_on_the_gpu():
     if not driver_present():

@@ -106,7 +106,8 @@ def test_config_runs_the_binary_as_nobody_without_shell(tarball):
         manifest = json.loads(blob(files, plat.manifest_digest))
         assert manifest["config"]["digest"] == plat.config_digest
         config = json.loads(blob(files, plat.config_digest))
-        assert config["config"] == {"Entrypoint": ["/app"], "User": "65534:65534", "Env": []}
+        assert config["config"] == {"Entrypoint": ["/app"], "User": "65534:65534", "Env": [],
+                                    "Labels": {image.CREATED: "2023-11-14T22:13:20Z"}}
         assert (config["architecture"], config["os"], config.get("variant")) == \
             (arch, "linux", variant)
         assert config["created"] == "2023-11-14T22:13:20Z"

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import build_text, run
+from helpers import build_harness, build_text, run
 
-ROOT = Path(__file__).resolve().parent.parent
 RANGES = {"int8": (-128, 127), "uint8": (0, 255)}
 NUMPY = {"float32": np.float32, "float64": np.float64, "int8": np.int8, "uint8": np.uint8}
 
@@ -176,14 +174,8 @@ ARM_KERNELS = ["neon", "dotprod"]
 def integer_harness(tmp_path_factory) -> dict[str, Path]:
     """tests/c/integer_gemm_check.c with the integer GEMM, for x86_64 and aarch64 at -O2."""
     out = tmp_path_factory.mktemp("integer_gemm")
-    built = {}
-    for arch in ("x86_64", "aarch64"):
-        exe = out / f"integer_gemm_check_{arch}"
-        subprocess.run([sys.executable, "-m", "ziglang", "cc", "-target", f"{arch}-linux-musl", "-O2", "-static",
-                        "-ffp-contract=off", "-fno-sanitize=undefined", "-Wall", "-Wextra", "-Werror", *HARNESS,
-                        "-o", str(exe)], cwd=ROOT, check=True, capture_output=True, text=True)
-        built[arch] = exe
-    return built
+    return {arch: build_harness(out, "integer_gemm_check", HARNESS, arch, "-ffp-contract=off")
+            for arch in ("x86_64", "aarch64")}
 
 
 def harness_run(exe: Path, kernel: str, qemu: str | None = None) -> tuple[str, str]:

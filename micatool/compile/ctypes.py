@@ -22,6 +22,7 @@ from .types import (
     INT8,
     INT32,
     INTEGER,
+    REGEX,
     STREAM,
     STRING,
     UINT8,
@@ -88,6 +89,8 @@ class CTypes:
             return SCALAR_C[t]
         if t == STREAM:
             return "mica_stream *"
+        if t == REGEX:
+            return "mica_regex"
         if isinstance(t, Record):
             key = id(t)
             if key not in self.record_names:
@@ -170,6 +173,8 @@ static {name} {name}__copy({name} a) {{
             return f"mica_str_{op}"
         if t == STREAM:  # never copied (the analyzer refuses it): only dropped
             return f"mica_stream_{op}"
+        if t == REGEX:
+            return f"mica_regex_{op}"
         if isinstance(t, Tensor) and t.on_gpu:
             return f"mica_dev_{op}"
         if isinstance(t, Tracked) and not isinstance(t.inner, Tensor | Scalar):

@@ -168,6 +168,18 @@ STREAM = Stream()
 
 
 @dataclass(frozen=True)
+class Regex(Type):
+    """A compiled pattern. It never changes, so copies share it: the runtime
+    counts the places holding it, and the last one frees it."""
+
+    def __str__(self) -> str:
+        return "regex"
+
+
+REGEX = Regex()
+
+
+@dataclass(frozen=True)
 class ErrorType(Type):
     """Stands for an expression that already has an error; silences follow-on errors."""
 
@@ -188,7 +200,7 @@ VOID = VoidType()
 
 
 SCALAR_BYTES = {"integer": 8, "int32": 4, "int8": 1, "uint8": 1, "float32": 4, "float64": 8, "boolean": 1, "string": 16}
-HANDLE_BYTES = 8  # a stream is a pointer to what the runtime holds
+HANDLE_BYTES = 8  # a stream or a regex is a pointer to what the runtime holds
 
 
 def storage_bytes(t: Type) -> int:
@@ -202,7 +214,7 @@ def storage_bytes(t: Type) -> int:
         return 16 if t.is_dynamic else t.length * storage_bytes(t.element)
     if isinstance(t, Record):
         return sum(storage_bytes(f) for _, f in t.fields)
-    if t == STREAM:
+    if t in (STREAM, REGEX):
         return HANDLE_BYTES
     return 0
 
@@ -246,9 +258,9 @@ def holds_dynamic(t: Type) -> bool:
 
 
 def needs_drop(t: Type) -> bool:
-    """Does a value of this type own heap storage (strings, dynamic arrays and tensors)
-    or an open stream?"""
-    if t == STRING or t == STREAM:
+    """Does a value of this type own heap storage (strings, dynamic arrays and tensors,
+    compiled regexes) or an open stream?"""
+    if t in (STRING, STREAM, REGEX):
         return True
     if isinstance(t, Tensor):
         return t.is_dynamic or t.on_gpu  # heap storage, or device storage

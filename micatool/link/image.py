@@ -12,6 +12,12 @@ same time
 
 Each image holds one layer with one file, `/<binary_name>`, and a config whose
 entrypoint is that file, run as user 65534 with no shell and no environment.
+With a base (`bases.py`: the glibc runtime a GPU binary needs, docs/gpu.md),
+the base's layers come first, exactly as the base has them (same digests),
+and the binary's layer last; the base's config is not used. Each config
+carries labels and each manifest and the index annotations: the conventional
+org.opencontainers.image.* keys (created, title, and from git, source and
+revision) and the user's own.
 
 Tags in manifest.json (Docker keeps one platform per tag): every platform is
 tagged `<tag>-<arch>` (`hello:1.0-amd64`, `hello:1.0-arm64`), and the plain
@@ -37,7 +43,9 @@ import json
 import os
 import pathlib
 import re
+import subprocess
 import tarfile
+import urllib.parse
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -51,7 +59,14 @@ OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
 OCI_LAYER_TAR = "application/vnd.oci.image.layer.v1.tar"
+OCI_LAYER_GZIP = "application/vnd.oci.image.layer.v1.tar+gzip"
 REF_NAME = "org.opencontainers.image.ref.name"
+CREATED = "org.opencontainers.image.created"
+SOURCE = "org.opencontainers.image.source"
+REVISION = "org.opencontainers.image.revision"
+TITLE = "org.opencontainers.image.title"
+BASE_NAME = "org.opencontainers.image.base.name"
+BASE_DIGEST = "org.opencontainers.image.base.digest"
 CONTAINERD_NAME = "io.containerd.image.name"
 
 USER = "65534:65534"  # nobody:nogroup; the binary never needs root
@@ -64,11 +79,12 @@ class Platform:
     architecture: str
     variant: str | None
     elf_machine: int  # e_machine the binary must carry
+    multiarch: str  # Debian's library folder name, where glibc's loader looks
 
 
 PLATFORMS = {
-    "linux/amd64": Platform("linux", "amd64", None, 62),
-    "linux/arm64": Platform("linux", "arm64", "v8", 183),
+    "linux/amd64": Platform("linux", "amd64", None, 62, "x86_64-linux-gnu"),
+    "linux/arm64": Platform("linux", "arm64", "v8", 183, "aarch64-linux-gnu"),
 }
 PLATFORM_ALIASES = {"linux/arm64/v8": "linux/arm64"}
 DAEMON_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
@@ -83,9 +99,38 @@ class PlatformImage:
     platform: str
     manifest_digest: str
     config_digest: str
-    layer_digest: str
+    layer_digest: str  # the binary's layer
     layer_size: int
     repo_tags: tuple[str, ...]
+    layers: tuple[str, ...]  # every layer's digest, the base's first
+    image_size: int  # bytes of the manifest, the config and every layer
+
+
+@dataclass(frozen=True)
+class BaseLayers:
+    """What one platform of a base image gives: its layers as they are."""
+    name: str  # how the user named the base, for messages
+    reference: str | None  # its registry reference, when it came from one
+    manifest_digest: str
+    layers: tuple[dict, ...]  # OCI descriptors
+    diff_ids: tuple[str, ...]
+    history: tuple[dict, ...]
+    blobs: dict  # digest -> bytes of every layer
+    files: dict  # path -> symlink target ('' for a plain entry): the merged file system
+
+
+@dataclass(frozen=True)
+class Image:
+    """Every blob of an image and the index that ties them, in memory."""
+    tag: str
+    blobs: dict[str, bytes]
+    index_desc: dict
+    platforms: dict[str, PlatformImage]
+    annotations: dict[str, str]
+
+    @property
+    def index_digest(self) -> str:
+        return self.index_desc["digest"]
 
 
 @dataclass(frozen=True)
@@ -101,50 +146,96 @@ class ImageInfo:
 
 
 def write_image(binaries: dict[str, bytes], tag: str, out: pathlib.Path,
-                epoch: int | None = None, binary_name: str = "app") -> ImageInfo:
+                epoch: int | None = None, binary_name: str = "app",
+                base: dict[str, BaseLayers] | None = None, labels: dict[str, str] | None = None,
+                annotations: dict[str, str] | None = None) -> ImageInfo:
     """Write the image tarball for `binaries` at `out`, atomically."""
+    built = build_image(binaries, tag, epoch, binary_name, base, labels, annotations)
+    return write_layout(built, out, resolve_epoch(epoch))
+
+
+def build_image(binaries: dict[str, bytes], tag: str, epoch: int | None = None,
+                binary_name: str = "app", base: dict[str, BaseLayers] | None = None,
+                labels: dict[str, str] | None = None,
+                annotations: dict[str, str] | None = None) -> Image:
+    """The image's blobs for `binaries`, on `base` when given (one BaseLayers
+    per platform), with `labels` in each config and `annotations` on each
+    manifest and the index."""
     tag = normalize_tag(tag)
     epoch = resolve_epoch(epoch)
     check_binary_name(binary_name)
     platforms = {canonical_platform(p): data for p, data in binaries.items()}
     if not platforms:
         raise ImageError("an image needs at least one platform's binary")
+    base = base or {}
     for name, data in platforms.items():
-        check_binary(name, data)
+        check_binary(name, data, base.get(name))
+    annotations = {**default_annotations(epoch, base), **(annotations or {})}
+    labels = {**default_annotations(epoch, {}), **(labels or {})}
 
     blobs: dict[str, bytes] = {}
     images = {}
     descriptors = []
     tags = repo_tags(tag, sorted(platforms))
     for name in sorted(platforms):
-        image, manifest_desc = add_platform(blobs, name, platforms[name],
-                                            binary_name, epoch, tags[name])
+        image, manifest_desc = add_platform(blobs, name, platforms[name], binary_name, epoch,
+                                            tags[name], base.get(name), labels, annotations)
         images[name] = image
         descriptors.append(manifest_desc)
-    index_desc = add_blob(blobs, OCI_INDEX, dumps(image_index(descriptors)))
-    files = layout_files(blobs, index_desc, tag, images)
+    index = image_index(descriptors)
+    if annotations:
+        index["annotations"] = annotations
+    index_desc = add_blob(blobs, OCI_INDEX, dumps(index))
+    return Image(tag, blobs, index_desc, images, annotations)
+
+
+def write_layout(built: Image, out: pathlib.Path, epoch: int) -> ImageInfo:
+    """The tarball of `built`: an OCI layout and a docker-load archive at once."""
+    files = layout_files(built.blobs, built.index_desc, built.tag, built.platforms)
     out = pathlib.Path(out)
     write_atomically(out, lambda f: write_tar(f, files, epoch))
-    return ImageInfo(out, tag, index_desc["digest"], images, out.stat().st_size)
+    return ImageInfo(out, built.tag, built.index_digest, built.platforms, out.stat().st_size)
 
 
-def add_platform(blobs, name, binary, binary_name, epoch, tags):
-    """The layer, config and manifest blobs of one platform."""
+def default_annotations(epoch: int, base: dict[str, BaseLayers]) -> dict[str, str]:
+    """The conventional keys micatool always sets: when, and on which base."""
+    notes = {CREATED: rfc3339(epoch)}
+    references = {layers.reference for layers in base.values()}
+    if len(references) == 1 and None not in references:  # a local path would mean nothing elsewhere
+        notes[BASE_NAME] = references.pop()
+    return notes
+
+
+def add_platform(blobs, name, binary, binary_name, epoch, tags, base, labels, annotations):
+    """The layer, config and manifest blobs of one platform, on its base if any."""
     platform = PLATFORMS[name]
     layer = layer_tar(binary, binary_name, epoch)
     layer_desc = add_blob(blobs, OCI_LAYER_TAR, layer)
-    config = image_config(platform, binary_name, layer_desc["digest"], epoch)
+    below = base.layers if base else ()
+    for desc in below:
+        blobs[desc["digest"]] = base.blobs[desc["digest"]]
+    diff_ids = [*(base.diff_ids if base else ()), layer_desc["digest"]]
+    history = list(base.history) if base else []
+    config = image_config(platform, binary_name, diff_ids, history, epoch, labels)
     config_desc = add_blob(blobs, OCI_CONFIG, dumps(config))
+    layers = [*below, layer_desc]
     manifest = {
         "schemaVersion": 2,
         "mediaType": OCI_MANIFEST,
         "config": config_desc,
-        "layers": [layer_desc],
+        "layers": layers,
     }
+    notes = dict(annotations)
+    if base:
+        notes[BASE_DIGEST] = base.manifest_digest
+    if notes:
+        manifest["annotations"] = notes
     manifest_desc = add_blob(blobs, OCI_MANIFEST, dumps(manifest))
     manifest_desc["platform"] = platform_field(platform)
+    size = manifest_desc["size"] + config_desc["size"] + sum(d["size"] for d in layers)
     image = PlatformImage(name, manifest_desc["digest"], config_desc["digest"],
-                          layer_desc["digest"], layer_desc["size"], tuple(tags))
+                          layer_desc["digest"], layer_desc["size"], tuple(tags),
+                          tuple(d["digest"] for d in layers), size)
     return image, manifest_desc
 
 
@@ -155,8 +246,11 @@ def layer_tar(binary: bytes, binary_name: str, epoch: int) -> bytes:
     return buf.getvalue()
 
 
-def image_config(platform: Platform, binary_name: str, diff_id: str, epoch: int) -> dict:
-    """The OCI image config: what runs, as whom, on which platform."""
+def image_config(platform: Platform, binary_name: str, diff_ids: list[str], history: list[dict],
+                 epoch: int, labels: dict[str, str]) -> dict:
+    """The OCI image config: what runs, as whom, on which platform. Nothing of
+    a base's config is kept but its layers' history: its user, environment
+    and entrypoint are not Mica's."""
     created = rfc3339(epoch)
     config = {
         "created": created,
@@ -166,9 +260,10 @@ def image_config(platform: Platform, binary_name: str, diff_id: str, epoch: int)
             "Entrypoint": ["/" + binary_name],
             "User": USER,
             "Env": [],
+            "Labels": labels,
         },
-        "rootfs": {"type": "layers", "diff_ids": [diff_id]},
-        "history": [{"created": created, "created_by": "micatool image"}],
+        "rootfs": {"type": "layers", "diff_ids": diff_ids},
+        "history": [*history, {"created": created, "created_by": "micatool image"}],
     }
     if platform.variant:
         config["variant"] = platform.variant
@@ -224,7 +319,7 @@ def docker_manifest(images: dict[str, PlatformImage]) -> list[dict]:
     return [{
         "Config": blob_path(img.config_digest),
         "RepoTags": list(img.repo_tags),
-        "Layers": [blob_path(img.layer_digest)],
+        "Layers": [blob_path(d) for d in img.layers],
     } for _, img in sorted(images.items())]
 
 
@@ -262,6 +357,39 @@ def write_tar(fileobj, entries, epoch: int) -> None:
                 tar.addfile(info, io.BytesIO(data))
 
 
+# ---------------------------------------------------------------- metadata
+
+
+def source_metadata(program: pathlib.Path) -> dict[str, str]:
+    """The conventional keys that describe where the program came from: its
+    title, and, when it is in a git repository, the commit and the remote."""
+    notes = {TITLE: program.stem}
+    folder = str(program.resolve().parent)
+    revision = git(folder, "rev-parse", "HEAD")
+    if revision:
+        notes[REVISION] = revision
+        remote = git(folder, "remote", "get-url", "origin")
+        if remote:
+            notes[SOURCE] = without_password(remote)
+    return notes
+
+
+def git(folder: str, *args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", "-C", folder, *args], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None  # no git here: the image simply says less
+    return (done.stdout.strip() or None) if done.returncode == 0 else None
+
+
+def without_password(url: str) -> str:
+    """A remote URL as it may be published: no user or token in it."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme and "@" in parts.netloc:
+        return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    return url
+
+
 # ---------------------------------------------------------------- checking inputs
 
 
@@ -295,8 +423,9 @@ def check_binary_name(name: str) -> None:
         raise ImageError(f"binary name {name!r} must be one plain file name")
 
 
-def check_binary(platform: str, data: bytes) -> None:
-    """A static 64-bit little-endian ELF for the platform's machine, or a loud no.
+def check_binary(platform: str, data: bytes, base: BaseLayers | None = None) -> None:
+    """A 64-bit little-endian ELF for the platform's machine: static, or dynamic
+    on a base that holds its loader and libraries; else a loud no.
 
     A dynamic binary would fail in a scratch image with a bare 'no such file'."""
     try:
@@ -310,12 +439,50 @@ def check_binary(platform: str, data: bytes) -> None:
         raise ImageError(f"the {platform} binary is built for ELF machine {machine}, "
                          f"not {PLATFORMS[platform].elf_machine}")
     try:
-        dynamic = any(segment["p_type"] == "PT_INTERP" for segment in elf.iter_segments())  # asks for a loader
-    except ELFError:
+        interpreter = next((segment.get_interp_name() for segment in elf.iter_segments()
+                            if segment["p_type"] == "PT_INTERP"), None)  # asks for a loader
+        needed = [tag.needed for section in elf.iter_sections() if section["sh_type"] == "SHT_DYNAMIC"
+                  for tag in section.iter_tags() if tag.entry.d_tag == "DT_NEEDED"]
+    except (ELFError, ValueError):
         raise ImageError("the binary's program headers run past its end") from None
-    if dynamic:
-        raise ImageError(f"the {platform} binary is dynamically linked; "
-                         "a scratch image needs a static one")
+    if interpreter is None:
+        return
+    if base is None:
+        raise ImageError(f"the {platform} binary is dynamically linked; a scratch image needs "
+                         "a static one, or a --base that brings its C library")
+    missing = [] if resolve_in(base.files, interpreter) else [interpreter]
+    search = [f"/lib/{PLATFORMS[platform].multiarch}", f"/usr/lib/{PLATFORMS[platform].multiarch}",
+              "/lib", "/usr/lib", "/lib64", "/usr/lib64"]
+    missing += [lib for lib in needed if not any(resolve_in(base.files, f"{d}/{lib}") for d in search)]
+    if missing:
+        raise ImageError(f"the base {base.name} has no {', '.join(missing)} for {platform}; "
+                         "a GPU binary needs a glibc base (docs/images.md)")
+
+
+def resolve_in(files: dict[str, str], path: str, hops: int = 40) -> bool:
+    """Whether `path` names a file in `files` (path -> symlink target, '' when
+    none), following symlinks in every component as the kernel does."""
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    done: list[str] = []
+    while parts:
+        part = parts.pop(0)
+        if part == "..":
+            done = done[:-1]
+            continue
+        here = "/".join([*done, part])
+        if here not in files:
+            return False
+        target = files[here]
+        if not target:
+            done.append(part)
+            continue
+        hops -= 1
+        if hops < 0:
+            return False
+        if target.startswith("/"):
+            done = []
+        parts = [p for p in target.split("/") if p not in ("", ".")] + parts
+    return True
 
 
 # ---------------------------------------------------------------- tags
@@ -338,7 +505,7 @@ def normalize_tag(tag: str) -> str:
         raise ImageError(f"tag {tag!r} names a digest; give name:tag")
     name, label = split_tag(tag)
     path = name.split("/")
-    if len(path) > 1 and ("." in path[0] or ":" in path[0] or path[0] == "localhost"):
+    if len(path) > 1 and is_registry_host(path[0]):
         path = path[1:]  # a registry host may carry dots, a port and capitals
     ok = TAG_RE.fullmatch(label) and all(NAME_RE.fullmatch(p) for p in path)
     if not ok or len(arch_tag(label, "amd64")) > 128:
@@ -347,11 +514,16 @@ def normalize_tag(tag: str) -> str:
     return f"{name}:{label}"
 
 
+def is_registry_host(first: str) -> bool:
+    """Whether a name's first part names a registry (as Docker decides), not a path on Docker Hub."""
+    return "." in first or ":" in first or first == "localhost"
+
+
 def full_reference(tag: str) -> str:
     """The fully spelled reference containerd stores: docker.io/library/x:tag."""
     name, label = split_tag(tag)
     first, _, rest = name.partition("/")
-    if rest and ("." in first or ":" in first or first == "localhost"):
+    if rest and is_registry_host(first):
         return f"{name}:{label}"
     if not rest:
         name = "library/" + name

@@ -135,20 +135,21 @@ def program_name(path: Path) -> str:
     return path.stem if folder == path.stem else f"{folder}/{path.stem}"
 
 
-def read_budgets(path) -> dict[tuple[str, str], int]:
-    """{(example, target): bytes} from a budgets TOML file."""
+def read_budgets(path, section: str = "examples") -> dict[tuple[str, str], int]:
+    """{(example, target): bytes} from a budgets TOML file's `section`
+    ("examples": binaries; "images": the GPU images' binary layer and whole image)."""
     try:
         with open(path, "rb") as f:
             doc = tomllib.load(f)
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise BudgetError(f"{path}: {e}") from None
     budgets = {}
-    for example, targets in doc.get("examples", {}).items():
+    for example, targets in doc.get(section, {}).items():
         if not isinstance(targets, dict):
-            raise BudgetError(f"{path}: examples.{example} must be a table of targets")
+            raise BudgetError(f"{path}: {section}.{example} must be a table of targets")
         for target, limit in targets.items():
             if target not in TARGETS or not isinstance(limit, int) or limit <= 0:
-                raise BudgetError(f"{path}: examples.{example}.{target} must be one of "
+                raise BudgetError(f"{path}: {section}.{example}.{target} must be one of "
                                   f"{', '.join(TARGETS)} = a positive byte count")
             budgets[(example, target)] = limit
     return budgets
@@ -162,11 +163,11 @@ def check_budgets(measured: dict, budgets_path) -> tuple[bool, str]:
     return all(row["verdict"] != "OVER" for row in rows), format_table(rows)
 
 
-def budget_rows(measured: dict, budgets_path) -> list[dict]:
+def budget_rows(measured: dict, budgets_path, section: str = "examples") -> list[dict]:
     """One row per measured size: its budget, the size now, the delta and the
     verdict. A size with no budget is listed and does not fail; a budget with
     nothing measured is left out."""
-    budgets = read_budgets(budgets_path)
+    budgets = read_budgets(budgets_path, section)
     rows = []
     for example in sorted(measured):
         for target, size in sorted(measured[example].items()):

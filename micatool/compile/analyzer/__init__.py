@@ -22,7 +22,7 @@ from ...diagnostics import Pos, Reporter, SourceFile
 from .. import ast, ops
 from ..ops.checking import CheckContext
 from ..symbols import BuiltinSymbol, ConstSymbol, RoutineSymbol, Scope, TypeSymbol, VarSymbol
-from ..types import ERROR, FLOAT64, INTEGER, SCALARS, STREAM, Record, Type
+from ..types import ERROR, FLOAT64, INTEGER, REGEX, SCALARS, STREAM, Record, Type
 from .calls import Calls
 from .declarations import Declarations
 from .expressions import Expressions
@@ -60,6 +60,7 @@ def predeclared() -> Scope:
     for name, t in SCALARS.items():
         scope.define(TypeSymbol(name, Pos(0, 0), t))
     scope.define(TypeSymbol("stream", Pos(0, 0), STREAM))
+    scope.define(TypeSymbol("regex", Pos(0, 0), REGEX))
     for name in ops.OPS:
         if ":" not in name:  # 'Max:reduce' is an overload, reached through Max
             scope.define(BuiltinSymbol(name, Pos(0, 0)))

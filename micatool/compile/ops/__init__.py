@@ -84,6 +84,7 @@ from . import (  # noqa: E402
     quantized,
     randomness,
     reductions,
+    regexes,
     rows,
     streams,
     strings,
@@ -93,4 +94,4 @@ from . import (  # noqa: E402
 
 __all__ = ["OPS", "TAPE", "Op", "TapeRecord", "define", "record_on_tape", "checkpoints", "elementwise", "extents",
            "images", "library", "linalg", "network", "numbers", "operators", "optimizers", "output", "products",
-           "quantized", "randomness", "reductions", "rows", "streams", "strings", "tape", "transfers"]
+           "quantized", "randomness", "reductions", "regexes", "rows", "streams", "strings", "tape", "transfers"]
