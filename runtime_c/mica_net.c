@@ -84,6 +84,10 @@ static int64_t port_of(int fd) {
 bool mica_listen(mica_string host_text, int64_t port, mica_stream **server) {
     char *host = mica_c_path(host_text), *name = endpoint(host, port);
     struct addrinfo *found = resolve(host, port, true, "listen on", name);
+    if (!found) {
+        mica_free(host);
+        return false;
+    }
     int error = 0, fd = -1;
     for (struct addrinfo *a = found; a && fd < 0; a = a->ai_next) {
         fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
@@ -102,17 +106,13 @@ bool mica_listen(mica_string host_text, int64_t port, mica_stream **server) {
             fd = -1;
         }
     }
-    if (found) freeaddrinfo(found);
-    if (!found) {
-        mica_free(host);
-        return false;
-    }
+    freeaddrinfo(found);
     if (fd < 0) {
         mica_free(host);
         return refused("listen on", name, strerror(error));
     }
     mica_free(name);
-    mica_stream_of_socket(server, fd, endpoint(host, port_of(fd)), true, send_all); /* port 0 named as given */
+    mica_stream_of_socket(server, fd, endpoint(host, port_of(fd)), true, send_all); /* named by the port it got */
     mica_free(host);
     return true;
 }
