@@ -51,14 +51,15 @@ static bool refused(const char *doing, char *name, const char *why) {
 
 /* The addresses of host:port, or NULL after refused(). A listening socket's
  * empty host is every local address. */
-static struct addrinfo *resolve(const char *host, int64_t port, bool passive, const char *doing, char *name) {
+static struct addrinfo *resolve(const char *host, int64_t port, bool passive, const char *doing) {
     if (port < 0 || port > 65535) {
-        refused(doing, name, "a port is 0 to 65535");
+        refused(doing, endpoint(host, port), "a port is 0 to 65535");
         return NULL;
     }
     size_t n = strlen(host);
+    /* RFC 6761: a name under .invalid never resolves, and no server is asked. */
     if (n >= 7 && strcasecmp(host + n - 7, "invalid") == 0 && (n == 7 || host[n - 8] == '.')) {
-        refused(doing, name, gai_strerror(EAI_NONAME)); /* RFC 6761: .invalid never resolves, and no server is asked */
+        refused(doing, endpoint(host, port), gai_strerror(EAI_NONAME));
         return NULL;
     }
     char service[16];
@@ -67,7 +68,7 @@ static struct addrinfo *resolve(const char *host, int64_t port, bool passive, co
                              .ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0)}, *found = NULL;
     int rc = getaddrinfo(*host ? host : NULL, service, &hints, &found);
     if (rc != 0) {
-        refused(doing, name, rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+        refused(doing, endpoint(host, port), rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
         return NULL;
     }
     return found;
@@ -81,65 +82,53 @@ static int64_t port_of(int fd) {
                                          : ((struct sockaddr_in *)&a)->sin_port);
 }
 
-bool mica_listen(mica_string host_text, int64_t port, mica_stream **server) {
-    char *host = mica_c_path(host_text), *name = endpoint(host, port);
-    struct addrinfo *found = resolve(host, port, true, "listen on", name);
-    if (!found) {
-        mica_free(host);
-        return false;
-    }
-    int error = 0, fd = -1;
-    for (struct addrinfo *a = found; a && fd < 0; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+/* A socket on the first of the addresses that takes one, listening or
+ * connected; -1, with the last address's errno in *error, when none does. */
+static int first_socket(const struct addrinfo *found, bool listening, int *error) {
+    for (const struct addrinfo *a = found; a; a = a->ai_next) { /* 'localhost' may be ::1, then 127.0.0.1 */
+        int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
         if (fd < 0) {
-            error = errno;
+            *error = errno;
             continue;
         }
-        /* Rebinding a port whose last connections are still in TIME_WAIT is allowed; two listeners are not. */
-        int yes = 1, no = 0;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-        if (a->ai_family == AF_INET6) /* '::' takes IPv4 callers too */
-            setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof no);
-        if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
-            error = errno;
-            close(fd);
-            fd = -1;
+        if (listening) {
+            /* Rebinding a port whose last connections are still in TIME_WAIT is allowed; two listeners are not. */
+            int yes = 1, no = 0;
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+            if (a->ai_family == AF_INET6) /* '::' takes IPv4 callers too */
+                setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof no);
         }
+        bool ready = listening ? bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, SOMAXCONN) == 0
+                               : connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+        if (ready) return fd;
+        *error = errno;
+        close(fd);
     }
-    freeaddrinfo(found);
-    if (fd < 0) {
-        mica_free(host);
-        return refused("listen on", name, strerror(error));
-    }
-    mica_free(name);
-    mica_stream_of_socket(server, fd, endpoint(host, port_of(fd)), true, send_all); /* named by the port it got */
-    mica_free(host);
-    return true;
+    return -1;
 }
 
-bool mica_connect(mica_string host_text, int64_t port, mica_stream **conn) {
-    char *host = mica_c_path(host_text), *name = endpoint(host, port);
-    struct addrinfo *found = resolve(host, port, false, "connect to", name);
-    mica_free(host);
-    if (!found) return false;
-    int error = 0, fd = -1;
-    /* Each address in turn: 'localhost' may be ::1, then 127.0.0.1. */
-    for (struct addrinfo *a = found; a && fd < 0; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-        if (fd < 0) {
-            error = errno;
-            continue;
-        }
-        if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
-            error = errno;
-            close(fd);
-            fd = -1;
-        }
+/* Listen or Connect: a socket on host:port into *into, or false with the reason. */
+static bool open_socket(mica_string host_text, int64_t port, mica_stream **into, bool listening) {
+    const char *doing = listening ? "listen on" : "connect to";
+    char *host = mica_c_path(host_text);
+    struct addrinfo *found = resolve(host, port, listening, doing);
+    int error = 0, fd = found ? first_socket(found, listening, &error) : -1;
+    if (found) freeaddrinfo(found);
+    if (found && fd < 0) refused(doing, endpoint(host, port), strerror(error));
+    if (fd >= 0) { /* a listening socket is named by the port it got, which for port 0 the system picked */
+        char *name = endpoint(host, listening ? port_of(fd) : port);
+        mica_stream_of_socket(into, fd, name, listening, send_all);
     }
-    freeaddrinfo(found);
-    if (fd < 0) return refused("connect to", name, strerror(error));
-    mica_stream_of_socket(conn, fd, name, false, send_all);
-    return true;
+    mica_free(host);
+    return fd >= 0;
+}
+
+bool mica_listen(mica_string host, int64_t port, mica_stream **server) {
+    return open_socket(host, port, server, true);
+}
+
+bool mica_connect(mica_string host, int64_t port, mica_stream **conn) {
+    return open_socket(host, port, conn, false);
 }
 
 /* f as a socket, or a trap naming the call. */

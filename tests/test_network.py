@@ -5,6 +5,7 @@ bound, so a broken build fails a test instead of hanging it."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import socket
 import subprocess
@@ -78,13 +79,28 @@ def read_line(f) -> bytes:
     return line
 
 
-ECHO = mica("""
-    if not Listen('127.0.0.1', 0, address server) then begin
+def listening(host: str) -> str:
+    """Mica lines that listen on port 0 of host and tell the test the port, on standard error."""
+    return f"""
+    if not Listen('{host}', 0, address server) then begin
         WriteLn(LastError);
         Halt(1);
     end;
     WriteLn(ErrOutput, LocalPort(server));
-    SetTimeout(server, 20.0);
+    SetTimeout(server, 20.0);"""
+
+
+@contextlib.contextmanager
+def serving(tmp_path, text: str):
+    """A Mica server running, and the port it listens on."""
+    program = subprocess.Popen([str(build_text(tmp_path, text))], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        yield program, int(program.stderr.readline())
+    finally:
+        program.kill()
+
+
+ECHO = mica(listening("127.0.0.1") + """
     if not Accept(server, address conn) then begin
         WriteLn(LastError);
         Halt(1);
@@ -99,9 +115,7 @@ ECHO = mica("""
 
 
 def test_a_mica_server_echoes_lines_to_a_python_client(tmp_path):
-    program = subprocess.Popen([str(build_text(tmp_path, ECHO))], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        port = int(program.stderr.readline())
+    with serving(tmp_path, ECHO) as (program, port):
         long_line = "x" * 200_000  # past the 64 KiB buffers both ways
         with socket.create_connection(("127.0.0.1", port), timeout=WAIT) as client:
             f = client.makefile("rwb")
@@ -113,8 +127,6 @@ def test_a_mica_server_echoes_lines_to_a_python_client(tmp_path):
             client.shutdown(socket.SHUT_WR)  # half-closed: the server reads its end
             assert f.read() == b""
         out, err = program.communicate(timeout=WAIT)
-    finally:
-        program.kill()
     assert replies == ["  1 HELLO 5\n", "  2 WöRLD 6\n", "  3  0\n", "  4 TAB\tHERE 8\n",
                        f"  5 {long_line.upper()} 200000\n"]
     assert out == b'served 5 lines; the end says ""\nclosed\n'
@@ -230,23 +242,29 @@ def test_a_timed_out_read_names_the_timeout_and_loses_nothing(tmp_path):
     assert result.returncode == 0, result.stderr
 
 
+def flood(timeout: float) -> str:
+    """A Mica program, short of its `end.`, that writes 20 MB to the port of its
+    argument, more than the loopback buffers hold, then says how Flush and Close went."""
+    return f"""program Flood;
+var conn : stream; i : integer;
+begin
+    if not Connect('127.0.0.1', StrToInt(ParamStr(1)), address conn) then Halt(1);
+    SetTimeout(conn, {timeout});
+    for i := 1 to 200000 do
+        WriteLn(conn, i:10, ' ....................................................................................');
+    if not Flush(conn) then WriteLn(Replace(LastError, ParamStr(1), 'PORT'));
+    if not Close(conn) then WriteLn(Replace(LastError, ParamStr(1), 'PORT'));"""
+
+
 def test_a_peer_that_resets_mid_write_is_reported_not_fatal(tmp_path):
-    """20 MB is more than the loopback buffers hold, so the program is still
-    writing when the peer resets the connection; no SIGPIPE ends it."""
+    """The program is still writing when the peer resets the connection; no SIGPIPE ends it."""
 
     def serve(conn):
         got = conn.recv(1000)
         conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")  # close with RST
         return len(got) > 0
 
-    text = mica("""
-    if not Connect('127.0.0.1', StrToInt(ParamStr(1)), address conn) then Halt(1);
-    SetTimeout(conn, 20);
-    for i := 1 to 200000 do
-        WriteLn(conn, i:10, ' ....................................................................................');
-    if not Flush(conn) then WriteLn(Replace(LastError, ParamStr(1), 'PORT'));
-    if not Close(conn) then WriteLn(Replace(LastError, ParamStr(1), 'PORT'));
-    WriteLn('still here');""", "var conn : stream; i : integer;")
+    text = flood(20) + "\n    WriteLn('still here');\nend.\n"
     binary = build_text(tmp_path, text)
     server = Server("127.0.0.1", serve)
     result = run(binary, args=[str(server.port)], timeout=WAIT)
@@ -332,13 +350,7 @@ def test_a_write_to_a_peer_that_does_not_read_times_out(tmp_path):
     def serve(conn):
         return done.wait(WAIT)  # holds the connection open, reading nothing, until the program has ended
 
-    text = mica("""
-    if not Connect('127.0.0.1', StrToInt(ParamStr(1)), address conn) then Halt(1);
-    SetTimeout(conn, 0.2);
-    for i := 1 to 200000 do
-        WriteLn(conn, i:10, ' ....................................................................................');
-    if not Flush(conn) then WriteLn(Replace(LastError, ParamStr(1), 'PORT'));
-    if not Close(conn) then WriteLn(Replace(LastError, ParamStr(1), 'PORT'));""", "var conn : stream; i : integer;")
+    text = flood(0.2) + "\nend.\n"
     binary = build_text(tmp_path, text)
     server = Server("127.0.0.1", serve)
     try:
@@ -355,26 +367,16 @@ def test_a_write_to_a_peer_that_does_not_read_times_out(tmp_path):
 def test_a_server_on_ipv6_answers_its_callers(tmp_path, listen_on, caller):
     if not has_ipv6_loopback():
         pytest.skip("this machine has no IPv6 loopback")
-    text = mica(f"""
-    if not Listen('{listen_on}', 0, address server) then begin
-        WriteLn(LastError);
-        Halt(1);
-    end;
-    WriteLn(ErrOutput, LocalPort(server));
-    SetTimeout(server, 20.0);
+    text = mica(listening(listen_on) + """
     if Accept(server, address conn) and ReadLine(conn, address line) then
         WriteLn(conn, 'got ', line, ' on port ', LocalPort(conn) = LocalPort(server));""",
                 "var server, conn : stream; line : string;")
-    program = subprocess.Popen([str(build_text(tmp_path, text))], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        port = int(program.stderr.readline())
+    with serving(tmp_path, text) as (program, port):
         with socket.socket(caller[1]) as client:
             client.settimeout(WAIT)
             client.connect((caller[0], port))
             client.sendall(b"hi\n")
             reply = read_line(client.makefile("rb"))
         out, err = program.communicate(timeout=WAIT)
-    finally:
-        program.kill()
     assert reply == b"got hi on port true\n"
     assert program.returncode == 0, err
