@@ -380,3 +380,16 @@ def test_a_server_on_ipv6_answers_its_callers(tmp_path, listen_on, caller):
         out, err = program.communicate(timeout=WAIT)
     assert reply == b"got hi on port true\n"
     assert program.returncode == 0, err
+
+
+def test_an_accepted_connection_keeps_the_servers_timeout_and_is_named_by_its_peer(tmp_path):
+    text = mica(listening("127.0.0.1") + """
+    SetTimeout(server, 0.2);
+    if Accept(server, address conn) and not ReadLine(conn, address line) then WriteLn(LastError);""",
+                "var server, conn : stream; line : string;")
+    with serving(tmp_path, text) as (program, port):
+        with socket.create_connection(("127.0.0.1", port), timeout=WAIT) as client:
+            peer = client.getsockname()[1]
+            out, err = program.communicate(timeout=WAIT)  # the client stays silent
+    assert out == f"cannot read from 127.0.0.1:{peer}: timed out after 0.2 s\n".encode()
+    assert program.returncode == 0, err
