@@ -149,17 +149,22 @@ def cells(notebook: Path, lines: list[str]) -> list[Cell]:
 
 def main_begin(text: str) -> tuple[int, int] | None:
     """The line (1-based) that ends the `program Name;` header, and the line of the main
-    `begin`; None when the program does not parse (its compilation will say why)."""
+    `begin`; None when the program does not parse (its compilation will say why) or
+    when the header or the `begin` shares its line with a declaration."""
     parser = Parser(text)
     try:
         parser.expect("program")
         parser.take("NAME")
         header = parser.line
         parser.expect(";")
+        after_header = parser.line
         parser.declarations(routines=True)
     except (Fallback, RecursionError):
         return None
-    return (header, parser.line) if parser.kind == "begin" else None
+    if parser.kind != "begin" or after_header == header and parser.line != header \
+            or text.splitlines()[parser.line - 1][:parser.col - 1].strip():
+        return None
+    return header, parser.line
 
 
 def sources(notebook: Path, found: list[Cell]) -> list[Source]:
@@ -179,7 +184,8 @@ def sources(notebook: Path, found: list[Cell]) -> list[Source]:
             continue
         if header is None:
             raise NotebookError(f"{notebook}:{cell.program.first + 1}: a `continue` cell continues the program "
-                                "of the cell before it, and there is none that parses")
+                                "of the cell before it, and there is none that parses with its `program` line "
+                                "and its main `begin` on lines of their own")
         split = main_begin("program Fragment;\n" + text)
         made.append(Source(header.text + declarations.text + text,
                            header.lines + declarations.lines + list(range(at, at + len(own)))))

@@ -323,3 +323,19 @@ def test_bars_start_at_zero_and_name_each_series(tmp_path):
     labels = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
     assert labels[:2] == ["0", "1"] and "count, other" in labels and "count" in labels and "other" in labels
     assert len(root.findall("{http://www.w3.org/2000/svg}rect")) == 1 + 6 + 2  # background, bars, legend keys
+
+
+def test_a_cell_cut_short_is_reported_at_its_last_line(tmp_path, capsys):
+    book = tmp_path / "book.md"
+    book.write_text("Text.\n\n```mica\nprogram Short;\nbegin\n    WriteLn(1);\n```\n")
+    assert main(["notebook", "run", str(book)]) == 1
+    assert capsys.readouterr().err.startswith(f"{book}:6:16: analyzer error 2002: unexpected end of file")
+
+
+def test_a_continue_cell_needs_the_begin_on_a_line_of_its_own(tmp_path, capsys):
+    book = tmp_path / "book.md"
+    book.write_text("```mica\nprogram P;\nvar x : integer; begin\n    WriteLn(x);\nend.\n```\n\n"
+                    "```mica continue\nbegin\n    WriteLn(x + 1);\nend.\n```\n")
+    assert main(["notebook", "run", str(book)]) == 1
+    assert "book.md:8: a `continue` cell continues the program of the cell before it, and there is none that " \
+           "parses with its `program` line and its main `begin` on lines of their own" in capsys.readouterr().err
