@@ -58,6 +58,7 @@ def test_the_shipped_notebooks_prove_themselves(book, capsys):
     assert main(["notebook", "verify", str(book)]) == 0, capsys.readouterr().out
 
 
+@pytest.mark.qemu
 @pytest.mark.parametrize("book", SHIPPED, ids=lambda p: p.name)
 def test_the_shipped_notebooks_print_the_same_on_aarch64(book, aarch64, capsys):
     assert main(["notebook", "verify", "--target", "aarch64-linux", str(book)]) == 0, capsys.readouterr().out
