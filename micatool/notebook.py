@@ -180,7 +180,8 @@ def sources(notebook: Path, found: list[Cell]) -> list[Source]:
             header = declarations = None
             if split is not None:
                 header = Source("".join(own[:split[0]]), list(range(at, at + split[0])))
-                declarations = Source("".join(own[split[0]:split[1] - 1]), list(range(at + split[0], at + split[1] - 1)))
+                declarations = Source("".join(own[split[0]:split[1] - 1]),
+                                      list(range(at + split[0], at + split[1] - 1)))
             continue
         if header is None:
             raise NotebookError(f"{notebook}:{cell.program.first + 1}: a `continue` cell continues the program "
