@@ -104,11 +104,15 @@ def test_verify_shows_how_an_output_differs_and_which_cells_lack_one(tmp_path, c
     assert book.read_text() == NOTEBOOK  # verify never writes
 
 
-def test_a_cell_that_does_not_compile_is_reported_at_its_notebook_line(tmp_path, capsys):
+@pytest.mark.parametrize("body,where", [
+    ("    WriteLn(x);\nend.\n", "6:13: analyzer error 3001: unknown name 'x'"),
+    ("    WriteLn(1);\n", "6:16: analyzer error 2002: unexpected end of file"),  # cut short: at its last line
+])
+def test_a_cell_that_does_not_compile_is_reported_at_its_notebook_line(tmp_path, capsys, body, where):
     book = tmp_path / "book.md"
-    book.write_text("Text.\n\n```mica\nprogram Bad;\nbegin\n    WriteLn(x);\nend.\n```\n")
+    book.write_text(f"Text.\n\n```mica\nprogram Bad;\nbegin\n{body}```\n")
     assert main(["notebook", "run", str(book)]) == 1
-    assert capsys.readouterr().err.startswith(f"{book}:6:13: analyzer error 3001: unknown name 'x'")
+    assert capsys.readouterr().err.startswith(f"{book}:{where}")
 
 
 def test_a_refused_cell_records_its_diagnostics(tmp_path, capsys):
@@ -324,13 +328,6 @@ def test_bars_start_at_zero_and_name_each_series(tmp_path):
     labels = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
     assert labels[:2] == ["0", "1"] and "count, other" in labels and "count" in labels and "other" in labels
     assert len(root.findall("{http://www.w3.org/2000/svg}rect")) == 1 + 6 + 2  # background, bars, legend keys
-
-
-def test_a_cell_cut_short_is_reported_at_its_last_line(tmp_path, capsys):
-    book = tmp_path / "book.md"
-    book.write_text("Text.\n\n```mica\nprogram Short;\nbegin\n    WriteLn(1);\n```\n")
-    assert main(["notebook", "run", str(book)]) == 1
-    assert capsys.readouterr().err.startswith(f"{book}:6:16: analyzer error 2002: unexpected end of file")
 
 
 def test_a_continue_cell_needs_the_begin_on_a_line_of_its_own(tmp_path, capsys):
