@@ -252,4 +252,5 @@ def check_signature(params: list, result: Type):
         plain_only(a, call, types)
         return result
 
+    check.signature = (params, result)  # what tools/facts.py lists for the op
     return check
