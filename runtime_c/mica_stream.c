@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@ typedef struct file_stream {
 #define STREAM_BUFFER ((size_t)1 << 16)
 
 static file_stream *open_streams;
+static pthread_mutex_t open_streams_lock = PTHREAD_MUTEX_INITIALIZER; /* tasks open and close streams at once */
 
 static void send_bytes(file_stream *s, const char *data, size_t size) {
     if (s->error == 0) s->error = mica_write_all(s->fd, data, size);
@@ -85,9 +87,11 @@ mica_stream *mica_error_output(void) {
 /* The reason a stream cannot be kept, or 0: its bytes sent, its file closed
  * (and an atomic one renamed into place), its memory freed. */
 static int finish(file_stream *s, bool abandon) {
+    pthread_mutex_lock(&open_streams_lock);
     if (s->prev) s->prev->next = s->next;
     else open_streams = s->next;
     if (s->next) s->next->prev = s->prev;
+    pthread_mutex_unlock(&open_streams_lock);
     int error = 0;
     if (s->mode == WRITING) {
         send(s);
@@ -109,7 +113,6 @@ static void end_early(void) {
 
 static bool opened(mica_stream **f, enum mode mode, int fd, const char *name, const mica_atomic *atomic) {
     static bool watching;
-    if (!watching) watching = atexit(end_early) == 0;
     mica_stream_drop(f); /* the stream the variable held closes first */
     file_stream *s = mica_alloc(sizeof *s + STREAM_BUFFER, 0);
     s->buffer = (char *)(s + 1);
@@ -118,9 +121,12 @@ static bool opened(mica_stream **f, enum mode mode, int fd, const char *name, co
     s->fd = fd;
     if (atomic) s->atomic = *atomic;
     s->name = name;
+    pthread_mutex_lock(&open_streams_lock);
+    if (!watching) watching = atexit(end_early) == 0;
     s->next = open_streams;
     if (open_streams) open_streams->prev = s;
     open_streams = s;
+    pthread_mutex_unlock(&open_streams_lock);
     *f = &s->base;
     return true;
 }
@@ -260,7 +266,7 @@ static bool read_answer(file_stream *s, growing *g, bool got_any, mica_string *i
 }
 
 /* The next line without its "\n" or "\r\n"; a last line without a newline is still one. */
-bool mica_read_line(mica_stream *f, mica_string *line, int at) {
+static bool read_line(mica_stream *f, mica_string *line, int at) {
     file_stream *s = readable(f, at);
     growing g = {0};
     bool got_any = false, ended = false;
@@ -279,7 +285,7 @@ bool mica_read_line(mica_stream *f, mica_string *line, int at) {
 }
 
 /* Up to n bytes: n, unless the end comes first. */
-bool mica_read_bytes(mica_stream *f, int64_t n, mica_string *bytes, int at) {
+static bool read_bytes(mica_stream *f, int64_t n, mica_string *bytes, int at) {
     file_stream *s = readable(f, at);
     if (n < 0) mica_trapf(at, "ReadBytes of %lld bytes: a count is 0 or more", (long long)n);
     growing g = {0};
@@ -290,4 +296,28 @@ bool mica_read_bytes(mica_stream *f, int64_t n, mica_string *bytes, int at) {
         s->start += take;
     }
     return read_answer(s, &g, g.len > 0 || n == 0, bytes);
+}
+
+/* Every other stream is one task's (the analyzer proves it); Input is the
+ * program's, so tasks reading it take turns, each read whole. */
+static pthread_mutex_t input_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void take_turn(mica_stream *f, bool starting) {
+    if (f != mica_input()) return;
+    if (starting) pthread_mutex_lock(&input_lock);
+    else pthread_mutex_unlock(&input_lock);
+}
+
+bool mica_read_line(mica_stream *f, mica_string *line, int at) {
+    take_turn(f, true);
+    bool got = read_line(f, line, at);
+    take_turn(f, false);
+    return got;
+}
+
+bool mica_read_bytes(mica_stream *f, int64_t n, mica_string *bytes, int at) {
+    take_turn(f, true);
+    bool got = read_bytes(f, n, bytes, at);
+    take_turn(f, false);
+    return got;
 }
