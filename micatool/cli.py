@@ -198,9 +198,9 @@ def cmd_notebook(args) -> int:
     from . import notebook
 
     path = Path(args.notebook)
-    if not path.is_file():
+    if not path.exists():
         raise UsageError(f"cannot read the notebook '{args.notebook}'")
-    return (notebook.run if args.action == "run" else notebook.verify)(path, args.tier)
+    return (notebook.run if args.action == "run" else notebook.verify)(path, args.tier, targets.resolve(args.target))
 
 
 def cmd_version(args) -> int:
@@ -257,7 +257,10 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
         elif name == "notebook":
             sub.add_argument("action", choices=("run", "verify"),
                              help="run: record every cell's output; verify: hold each output against its recording")
-            sub.add_argument("notebook", help="a Markdown file whose ```mica cells are programs")
+            sub.add_argument("notebook", help="a Markdown file whose ```mica cells are programs, or a folder of them")
+            sub.add_argument("--target", default="native",
+                             help="build the cells for this target and run them under qemu when it is not this "
+                                  "machine's (default: native)")
         else:
             sub.add_argument("program", help="a .mica source file")
         if name in ("build", "run", "notebook"):

@@ -28,7 +28,7 @@ void mica_program(void);
  * (each routine puts back its caller's on return). A trap given line 0 names
  * this one: runtime code deep inside an operation (an allocation, a format,
  * a checkpoint's parser) need not carry the line down to where it traps. */
-extern int mica_line;
+extern _Thread_local int mica_line;
 
 _Noreturn void mica_trap(int line, const char *what);
 _Noreturn void mica_trapf(int line, const char *format, ...);
@@ -45,8 +45,9 @@ double mica_clock(void);
  * (its variables and temporaries, frame_bytes), or a trap instead of a fault.
  * It names the line of the call that did not fit, as the fault handler does
  * at the tiers whose frames the C compiler probes first: every tier says the
- * same. mica_stack_floor is the program stack's lowest usable address. */
-extern uintptr_t mica_stack_floor;
+ * same. mica_stack_floor is the program stack's lowest usable address (each
+ * task's thread has its own stack, and its own floor). */
+extern _Thread_local uintptr_t mica_stack_floor;
 _Noreturn void mica_stack_overflow(void);
 static inline void mica_enter(int64_t frame_bytes) {
 #if MICA_CHECKS
@@ -56,6 +57,43 @@ static inline void mica_enter(int64_t frame_bytes) {
     (void)frame_bytes;
 #endif
 }
+
+/* ------------------------------------------------------------ tasks and channels
+ *
+ * A `tasks ... end` block is a mica_tasks, zeroed; each spawn starts run(args)
+ * on a thread of its own (args is the task's own copy of its arguments, freed
+ * when it ends), and mica_tasks_end waits for them all. At most MICA_MAX_TASKS
+ * tasks are alive at once in the whole program; a spawn past that traps.
+ * When every thread of the program waits on a channel or on its tasks, none
+ * can go on: that traps as a deadlock instead of hanging (mica_tasks.c). */
+#define MICA_MAX_TASKS 64
+
+typedef struct {
+    int alive;        /* its tasks still running */
+    uint64_t started; /* its tasks so far: the next one's number */
+    bool joining;     /* its spawner waits in mica_tasks_end */
+} mica_tasks;
+
+typedef struct mica_channel mica_channel; /* a handle: copies share the queue */
+
+void mica_spawn(mica_tasks *block, void (*run)(void *args), void *args, int line);
+void mica_tasks_end(mica_tasks *block);
+void mica_channel_new(mica_channel **channel, size_t value_bytes, int64_t capacity, int line);
+void mica_channel_send(mica_channel *channel, const void *value, int line); /* the queue takes the value */
+bool mica_channel_receive(mica_channel *channel, void *value, int line);  /* false: closed and empty */
+void mica_channel_close(mica_channel *channel, int line);
+
+/* The program's thread and each task's: the 1 GiB stack, watched for overflow. */
+bool mica_start_thread(void *(*run)(void *), void *arg);
+void mica_watch_the_stack(void);
+
+/* Each thread's random generator (mica_random.c): the one a task starts with. */
+typedef struct {
+    uint64_t key, counter;
+    bool seeded;
+} mica_random_state;
+mica_random_state mica_random_fork(uint64_t task);
+void mica_random_adopt(mica_random_state state);
 
 /* ------------------------------------------------------------ integers */
 
@@ -281,6 +319,7 @@ void mica_write_f64s(mica_stream *to, const double *x, int64_t n, int64_t width,
 void mica_write_f32s(mica_stream *to, const float *x, int64_t n, int64_t width, int64_t decimals);
 void mica_writeln(mica_stream *to); /* flushes Output too when stdout is a terminal */
 void mica_flush(void);
+void mica_output_by_lines(void); /* on a task's thread: its lines join the output whole */
 void mica_start_output(void); /* on the program's thread: terminal or not, and the stop signals' handler */
 void mica_end_output(void);   /* on the program's thread, once it has run */
 

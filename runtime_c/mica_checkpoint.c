@@ -15,6 +15,7 @@
 #include "mica.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,15 +28,21 @@ enum { MAX_HEADER = 100000000 }; /* safetensors' own limit on the header's lengt
 
 /* ---------------------------------------------------------------- CRC-32 (IEEE) */
 
+static uint32_t crc_table[256];
+static pthread_once_t crc_table_once = PTHREAD_ONCE_INIT; /* tasks may Save at once: the table is made once */
+
+static void make_crc_table(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[i] = c;
+    }
+}
+
 /* The CRC-32 of crc's bytes followed by n more (zlib's chaining: start from 0). */
 static uint32_t crc32(uint32_t crc, const unsigned char *data, size_t n) {
-    static uint32_t table[256];
-    if (table[1] == 0)
-        for (uint32_t i = 0; i < 256; i++) {
-            uint32_t c = i;
-            for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-            table[i] = c;
-        }
+    const uint32_t *table = crc_table;
+    pthread_once(&crc_table_once, make_crc_table);
     crc = ~crc;
     for (size_t i = 0; i < n; i++) crc = table[(crc ^ data[i]) & 0xFF] ^ (crc >> 8);
     return ~crc;

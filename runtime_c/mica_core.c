@@ -20,8 +20,8 @@
 #define MICA_STACK_BYTES ((size_t)1 << 30)
 #define MICA_STACK_MARGIN ((uintptr_t)1 << 20) /* for the runtime's own calls below a routine */
 
-uintptr_t mica_stack_floor;
-int mica_line;
+_Thread_local uintptr_t mica_stack_floor;
+_Thread_local int mica_line;
 
 static int program_argc;
 static char **program_argv;
@@ -38,9 +38,14 @@ static size_t trap_text(char *out, size_t size, int line, const char *what) {
     return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
 }
 
+/* The first trap speaks for the program; a task trapping at the same time
+ * waits here until the exit ends it. */
+static pthread_mutex_t trapping = PTHREAD_MUTEX_INITIALIZER;
+
 _Noreturn void mica_trap(int line, const char *what) {
     char text[1024];
     size_t n = trap_text(text, sizeof text, line, what);
+    pthread_mutex_lock(&trapping);
     mica_flush();
     fwrite(text, 1, n, stderr);
     exit(1);
@@ -156,8 +161,8 @@ static void on_fault(int signal, siginfo_t *info, void *context) {
     sigaction(signal, &plain, NULL); /* returning re-runs the fault, now fatal as usual */
 }
 
-static void watch_the_stack(void) {
-    static char alternate[1 << 16]; /* the handler's own stack: the program's is spent */
+void mica_watch_the_stack(void) {
+    static _Thread_local char alternate[1 << 16]; /* the handler's own stack: the thread's is spent */
     stack_t handler_stack = {.ss_sp = alternate, .ss_size = sizeof alternate};
     struct sigaction action = {.sa_sigaction = on_fault, .sa_flags = SA_SIGINFO | SA_ONSTACK};
     pthread_attr_t attr;
@@ -172,11 +177,23 @@ static void watch_the_stack(void) {
 
 static void *run_program(void *unused) {
     (void)unused;
-    watch_the_stack();
+    mica_watch_the_stack();
     mica_start_output();
     mica_program();
     mica_end_output(); /* here, where a stop signal can still find the buffer's thread */
     return NULL;
+}
+
+/* A task: run(arg) on a new detached thread with the big stack; false if none could start. */
+bool mica_start_thread(void *(*run)(void *), void *arg) {
+    pthread_attr_t attr;
+    pthread_t thread;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, MICA_STACK_BYTES);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    bool started = pthread_create(&thread, &attr, run, arg) == 0;
+    pthread_attr_destroy(&attr);
+    return started;
 }
 
 int main(int argc, char **argv) {

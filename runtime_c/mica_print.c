@@ -37,6 +37,16 @@ static volatile sig_atomic_t stopped_by;       /* a signal that came while it wa
 static volatile sig_atomic_t finished;         /* all is out: the program thread may be gone */
 static pthread_t program_thread;
 
+/* Tasks print whole lines: a task's output collects in its own line and joins
+ * the buffer, under output_lock, at each line's end (or when the line is
+ * longer than task_line holds), so lines of tasks never tear. Once a task has
+ * started, the program thread takes the lock too. */
+static pthread_mutex_t output_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool shared_output;
+static _Thread_local bool by_lines;
+static _Thread_local char task_line[4096];
+static _Thread_local size_t task_used;
+
 /* All of data to stdout; async-signal-safe. A failing stdout (closed, full)
  * drops the output, as stdio would: the program's own work goes on. */
 static void write_out(const char *data, size_t size) {
@@ -90,7 +100,7 @@ void mica_start_output(void) {
     }
 }
 
-void mica_flush(void) {
+static void write_buffer(void) {
     flushing = 1;
     atomic_signal_fence(memory_order_seq_cst);
     write_out(out_buffer, out_used);
@@ -100,21 +110,64 @@ void mica_flush(void) {
     if (stopped_by) die_of(stopped_by);
 }
 
+static void emit_shared(const char *s, size_t n);
+
+/* A task's line so far into the shared buffer. */
+static void hand_over_line(void) {
+    emit_shared(task_line, task_used);
+    task_used = 0;
+}
+
+void mica_flush(void) {
+    bool locking = atomic_load(&shared_output);
+    if (by_lines) hand_over_line();
+    if (locking) pthread_mutex_lock(&output_lock);
+    write_buffer();
+    if (locking) pthread_mutex_unlock(&output_lock);
+}
+
+void mica_output_by_lines(void) {
+    atomic_store(&shared_output, true);
+    by_lines = true;
+}
+
 /* The program's last flush, on its thread; a stop after it has nothing to save. */
 void mica_end_output(void) {
     mica_flush();
     finished = 1;
 }
 
-/* Output's put: the bytes into the buffer. */
-static void output_put(mica_stream *to, const char *s, size_t n) {
-    (void)to;
+static void fill(const char *s, size_t n) {
     while (n > 0) {
-        if (out_used == sizeof out_buffer) mica_flush();
+        if (out_used == sizeof out_buffer) write_buffer();
         size_t room = sizeof out_buffer - out_used, take = n < room ? n : room;
         memcpy(out_buffer + out_used, s, take);
         atomic_signal_fence(memory_order_seq_cst); /* the bytes, then the count that shows them */
         out_used += take;
+        s += take;
+        n -= take;
+    }
+}
+
+static void emit_shared(const char *s, size_t n) {
+    bool locking = atomic_load(&shared_output);
+    if (locking) pthread_mutex_lock(&output_lock);
+    fill(s, n);
+    if (locking) pthread_mutex_unlock(&output_lock);
+}
+
+/* Output's put: the bytes into the buffer, or a task's into its line. */
+static void output_put(mica_stream *to, const char *s, size_t n) {
+    (void)to;
+    if (!by_lines) {
+        emit_shared(s, n);
+        return;
+    }
+    while (n > 0) {
+        if (task_used == sizeof task_line) hand_over_line();
+        size_t room = sizeof task_line - task_used, take = n < room ? n : room;
+        memcpy(task_line + task_used, s, take);
+        task_used += take;
         s += take;
         n -= take;
     }
@@ -298,6 +351,7 @@ void mica_write_f32s(mica_stream *to, const float *x, int64_t n, int64_t width, 
 
 void mica_writeln(mica_stream *to) {
     emit(to, "\n", 1);
+    if (to == &mica_output && by_lines) hand_over_line();
     if (to == &mica_output && line_buffered) mica_flush();
 }
 

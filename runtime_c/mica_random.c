@@ -9,6 +9,10 @@
  *     float64 with Mica's own log and the cosine below; x = mean + std * z.
  *   RandomInt(n): Lemire's multiply-and-reject, uniform on 0..n-1.
  * float32 tensors take the float64 values rounded to float32.
+ * Each thread has its own generator. Task number k (from 0, in spawn order) of
+ * a tasks block starts with key mix(key ^ mix(counter + (k + 1) * GAMMA)) and
+ * counter 0, from its spawner's key and counter at the spawn, which the spawn
+ * leaves as they were: a task's draws depend on the program, not the schedule.
  */
 #include "mica.h"
 
@@ -20,15 +24,22 @@ static uint64_t mix(uint64_t z) {
     return z ^ (z >> 31);
 }
 
-static struct {
-    uint64_t key, counter;
-    bool seeded;
-} rng;
+static _Thread_local mica_random_state rng;
 
 void mica_seed(int64_t seed) {
     rng.key = mix((uint64_t)seed + GAMMA);
     rng.counter = 0;
     rng.seeded = true;
+}
+
+mica_random_state mica_random_fork(uint64_t task) {
+    if (!rng.seeded) mica_seed(0);
+    mica_random_state child = {mix(rng.key ^ mix(rng.counter + (task + 1) * GAMMA)), 0, true};
+    return child;
+}
+
+void mica_random_adopt(mica_random_state state) {
+    rng = state;
 }
 
 static uint64_t draw(void) {

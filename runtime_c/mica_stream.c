@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@ typedef mica_fd_stream file_stream;
 
 
 static file_stream *open_streams;
+static pthread_mutex_t open_streams_lock = PTHREAD_MUTEX_INITIALIZER; /* tasks open and close streams at once */
 
 static void send_bytes(file_stream *s, const char *data, size_t size) {
     if (s->write_error == 0) s->write_error = s->send_all(s->fd, data, size);
@@ -74,9 +76,11 @@ mica_stream *mica_error_output(void) {
 /* The reason a stream cannot be kept, or 0: its bytes sent, its file closed
  * (and an atomic one renamed into place); forget frees it after. */
 static int finish(file_stream *s, bool abandon) {
+    pthread_mutex_lock(&open_streams_lock);
     if (s->prev) s->prev->next = s->next;
     else open_streams = s->next;
     if (s->next) s->next->prev = s->prev;
+    pthread_mutex_unlock(&open_streams_lock);
     int error = 0;
     if (s->mode == WRITING) {
         send(s);
@@ -108,7 +112,6 @@ static void end_early(void) {
 /* A stream with its `buffers` (0 to 2) after it: in, then out. */
 static file_stream *opened_with(mica_stream **f, enum mica_stream_mode mode, int fd, const char *name, int buffers) {
     static bool watching;
-    if (!watching) watching = atexit(end_early) == 0;
     mica_stream_drop(f); /* the stream the variable held closes first */
     file_stream *s = mica_alloc(sizeof *s + (size_t)buffers * MICA_STREAM_BUFFER, 0);
     s->base.put = put_buffered;
@@ -118,9 +121,12 @@ static file_stream *opened_with(mica_stream **f, enum mica_stream_mode mode, int
     s->send_all = mica_write_all;
     if (buffers > 0) s->in = s->out = (char *)(s + 1);
     if (buffers > 1) s->out = s->in + MICA_STREAM_BUFFER;
+    pthread_mutex_lock(&open_streams_lock);
+    if (!watching) watching = atexit(end_early) == 0;
     s->next = open_streams;
     if (open_streams) open_streams->prev = s;
     open_streams = s;
+    pthread_mutex_unlock(&open_streams_lock);
     *f = &s->base;
     return s;
 }
@@ -318,7 +324,7 @@ static bool read_answer(file_stream *s, mica_growing *g, bool got_any, mica_stri
 }
 
 /* The next line without its "\n" or "\r\n"; a last line without a newline is still one. */
-bool mica_read_line(mica_stream *f, mica_string *line, int at) {
+static bool read_line(mica_stream *f, mica_string *line, int at) {
     file_stream *s = readable(f, at);
     mica_growing g = {0};
     bool got_any = false, ended = false;
@@ -339,7 +345,7 @@ bool mica_read_line(mica_stream *f, mica_string *line, int at) {
 }
 
 /* Up to n bytes: n, unless the end comes first. */
-bool mica_read_bytes(mica_stream *f, int64_t n, mica_string *bytes, int at) {
+static bool read_bytes(mica_stream *f, int64_t n, mica_string *bytes, int at) {
     file_stream *s = readable(f, at);
     if (n < 0) mica_trapf(at, "ReadBytes of %lld bytes: a count is 0 or more", (long long)n);
     mica_growing g = {0};
@@ -351,4 +357,28 @@ bool mica_read_bytes(mica_stream *f, int64_t n, mica_string *bytes, int at) {
         take(s, part);
     }
     return read_answer(s, &g, g.len > 0 || n == 0, bytes);
+}
+
+/* Every other stream is one task's (the analyzer proves it); Input is the
+ * program's, so tasks reading it take turns, each read whole. */
+static pthread_mutex_t input_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void take_turn(mica_stream *f, bool starting) {
+    if (f != mica_input()) return;
+    if (starting) pthread_mutex_lock(&input_lock);
+    else pthread_mutex_unlock(&input_lock);
+}
+
+bool mica_read_line(mica_stream *f, mica_string *line, int at) {
+    take_turn(f, true);
+    bool got = read_line(f, line, at);
+    take_turn(f, false);
+    return got;
+}
+
+bool mica_read_bytes(mica_stream *f, int64_t n, mica_string *bytes, int at) {
+    take_turn(f, true);
+    bool got = read_bytes(f, n, bytes, at);
+    take_turn(f, false);
+    return got;
 }

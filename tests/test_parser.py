@@ -123,6 +123,8 @@ CASES = {
     "comments and line ends": program("x := 1 { a\n comment } + (* another\r\n *) 2 // to the end\r\n; y :=\r 3"),
     "loops": program("for i := 10 downto 1 do while i > 0 do repeat i := i - 1 until i = 0; "
                      "tape y := x * x end; break; continue; exit"),
+    "tasks and spawns": program("tasks spawn P(1, address r[0]); for i := 0 to 3 do spawn Q; "
+                                "begin spawn R(i) end; end; tasks end"),
 }
 
 
@@ -138,6 +140,9 @@ REFUSED = {
     "not inside a sum": program("x := a + not b"),
     "not after a comparison": program("x := a < not b"),
     "too large": program("x := 9223372036854775808"),
+    "spawn without a call": program("tasks spawn end"),
+    "tasks without its end": program("tasks spawn P(1)"),
+    "tasks as a name": program("tasks := 1"),
     "far too large": program("x := " + "9" * 5000),
     "infinite float": program("x := 1e400"),
     "malformed float": program("x := 1.e5"),
@@ -203,7 +208,8 @@ def streamed(text: str):
 
 ROUTINES = program("R(1); x := F(2)",
                    "var x, a : integer;\nprocedure R(n : integer);\nvar r : record v : integer end;\n"
-                   "begin\n    tape x := 1 end;\n    begin begin r.v := n end end;\n    if n > 0 then R(n - 1)\nend;\n"
+                   "begin\n    tape x := 1 end;\n    begin begin r.v := n end end;\n    if n > 0 then R(n - 1);\n"
+                   "    tasks spawn R(0); spawn R(1) end\nend;\n"
                    "function F(n : integer) : integer;\nbegin\n    repeat n := n - 1 until n < 0;\n    result := n\nend;\n")
 
 

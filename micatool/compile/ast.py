@@ -240,6 +240,16 @@ class Tape(Stmt):
 
 
 @dataclass(slots=True)
+class Tasks(Stmt):
+    body: list[Stmt]
+
+
+@dataclass(slots=True)
+class Spawn(Stmt):
+    call: Expr  # a Call of a procedure, or a bare Name of one
+
+
+@dataclass(slots=True)
 class Break(Stmt):
     pass
 

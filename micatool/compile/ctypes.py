@@ -27,6 +27,7 @@ from .types import (
     STRING,
     UINT8,
     Array,
+    Channel,
     Record,
     Scalar,
     Tensor,
@@ -107,6 +108,8 @@ class CTypes:
             return self.define_array(t)
         if isinstance(t, Tracked):
             return self.define_tracked(t)
+        if isinstance(t, Channel):
+            return "mica_channel *"
         raise AssertionError(f"no C type for {t}")
 
     def define_tensor(self, t: Tensor) -> str:

@@ -25,7 +25,7 @@ from . import ast
 KEYWORDS = frozenset(
     "program const type var record end array of begin if then else for to downto do "
     "while repeat until break continue exit procedure function tracked tape address "
-    "on gpu and or not div mod true false".split()
+    "on gpu and or not div mod true false tasks spawn".split()
 )
 
 INT64_MAX = 2**63 - 1
@@ -265,7 +265,7 @@ class Parser:
         an `end`; LazyBody parses them when they are read, and checks it ends there too."""
         start, depth = self.here(), 1
         while True:
-            if self.kind in ("begin", "record", "tape"):
+            if self.kind in ("begin", "record", "tape", "tasks"):
                 depth += 1
             elif self.kind == "end":
                 depth -= 1
@@ -426,13 +426,13 @@ class Parser:
             value = self.expr()
             self.height = max(tallest, self.height) + 1
             return ast.Assign(target.line, target.col, target, value)
-        if kind == "begin":
+        if kind == "begin" or kind == "tasks":
             line, col = self.line, self.col
             self.advance()
             body = self.stmt_list()
             self.expect("end")
             self.height += 1
-            return ast.Compound(line, col, body)
+            return (ast.Compound if kind == "begin" else ast.Tasks)(line, col, body)
         if kind == "if":
             return self.if_stmt()
         if kind == "for":
@@ -463,6 +463,12 @@ class Parser:
             self.expect("end")
             self.height += 1
             return ast.Tape(line, col, body, end)
+        if kind == "spawn":
+            line, col = self.line, self.col
+            self.advance()
+            call = self.postfix()
+            self.height += 1
+            return ast.Spawn(line, col, call)
         self.height = 1
         if kind == "break":
             line, col = self.line, self.col

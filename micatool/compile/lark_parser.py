@@ -375,6 +375,12 @@ class Builder:
     def tape_stmt(self, keyword, body, end):
         return ast.Tape(*_at(keyword), body, Pos(*_at(end)))
 
+    def tasks_stmt(self, keyword, body):
+        return ast.Tasks(*_at(keyword), body)
+
+    def spawn_stmt(self, keyword, call):
+        return ast.Spawn(*_at(keyword), call)
+
     def break_stmt(self, token):
         return ast.Break(*_at(token))
 

@@ -62,6 +62,7 @@ class RoutineSymbol(Symbol):
     calls: frozenset = frozenset()  # routines this one calls
     global_writes: frozenset = frozenset()  # globals it may write, through its callees too
     global_resizes: frozenset = frozenset()  # globals whose dynamic storage it may replace
+    global_uses: frozenset = frozenset()  # globals its own body names (not its callees'), for tasks
     touches_tracked: bool = False  # reads or writes tracked values
     has_tape: bool = False  # holds a tape window
 

@@ -146,6 +146,16 @@ class Record(Type):
 
 
 @dataclass(frozen=True)
+class Channel(Type):
+    """A handle on a queue between tasks: copying it shares the one channel."""
+
+    element: Type
+
+    def __str__(self) -> str:
+        return f"channel of {self.element}"
+
+
+@dataclass(frozen=True)
 class Tracked(Type):
     """A tracked place's type: the plain value plus the id of the node that made it."""
 
@@ -200,7 +210,7 @@ VOID = VoidType()
 
 
 SCALAR_BYTES = {"integer": 8, "int32": 4, "int8": 1, "uint8": 1, "float32": 4, "float64": 8, "boolean": 1, "string": 16}
-HANDLE_BYTES = 8  # a stream or a regex is a pointer to what the runtime holds
+HANDLE_BYTES = 8  # a stream, a regex or a channel is a pointer to what the runtime holds
 
 
 def storage_bytes(t: Type) -> int:
@@ -214,7 +224,7 @@ def storage_bytes(t: Type) -> int:
         return 16 if t.is_dynamic else t.length * storage_bytes(t.element)
     if isinstance(t, Record):
         return sum(storage_bytes(f) for _, f in t.fields)
-    if t in (STREAM, REGEX):
+    if t in (STREAM, REGEX) or isinstance(t, Channel):
         return HANDLE_BYTES
     return 0
 

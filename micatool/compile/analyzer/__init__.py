@@ -10,7 +10,7 @@ parentheses is a call) are noted in the Analysis, and desugar.py rewrites them.
 
 The Analyzer holds the program's state and its parts, each a file of this
 package: declarations (and the whole-program checks), type syntax, statements,
-places, expressions and calls.
+places, expressions, calls, and tasks blocks.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from .declarations import Declarations
 from .expressions import Expressions
 from .places import Places
 from .statements import Statements
+from .tasks import Tasks
 from .type_syntax import TypeSyntax
 
 
@@ -105,6 +106,7 @@ class Analyzer:
         self.places = Places(self)
         self.expressions = Expressions(self)
         self.calls = Calls(self)
+        self.tasks = Tasks(self)
 
     def error(self, where, code: int, message: str) -> Type:
         pos = where if isinstance(where, Pos) else where.pos
@@ -120,6 +122,7 @@ class Analyzer:
         self.statements.stmts(program.body)
         self.declarations.close_over_calls()
         self.places.check_lent_elements()
+        self.tasks.check_spawned_routines()
         inside, tape_routines = self.declarations.close_over_windows()
         self.declarations.check_gradient_uses(tape_routines)
         self.declarations.check_untrackings(inside)

@@ -59,6 +59,7 @@ class Calls:
                 self.a.routine.touches_tracked = True
         if self.a.tape_depth > 0:
             self.a.window_calls.append((routine, e.pos))
+        self.a.tasks.note_call(e, routine)
         if len(e.args) != len(routine.params):
             for arg in e.args:
                 self.a.expressions.expr(arg.place if isinstance(arg, ast.AddressArg) else arg)

@@ -81,6 +81,8 @@ class Expressions:
             return INTEGER
         if isinstance(symbol, VarSymbol):
             self.note_use(symbol, reading=self.a.writing is not e)
+            if symbol.role == "global" and self.a.routine is not None and symbol not in self.a.routine.global_uses:
+                self.a.routine.global_uses = self.a.routine.global_uses | {symbol}
             return symbol.type
         if isinstance(symbol, RoutineSymbol | BuiltinSymbol):  # named without parentheses: checked as the call it is
             call = ast.Call(e.line, e.col, ast.Name(e.line, e.col, e.ident), [])

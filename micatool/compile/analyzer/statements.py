@@ -93,7 +93,7 @@ class Statements:
                 self.a.error(bound, 4006, f"a for loop's bounds must be integers, found '{t}'")
         if symbol is not None:
             symbol.is_loop_var = True
-        self.loop(s.body)
+        self.a.tasks.loop(s, lambda: self.loop(s.body))
         if symbol is not None:
             symbol.is_loop_var = False
 
@@ -105,6 +105,12 @@ class Statements:
         self.a.tape_depth += 1
         self.stmts(s.body)
         self.a.tape_depth -= 1
+
+    def stmt_Tasks(self, s: ast.Tasks):
+        self.a.tasks.tasks_block(s)
+
+    def stmt_Spawn(self, s: ast.Spawn):
+        self.a.tasks.spawn(s)
 
     def stmt_Break(self, s):
         if self.a.loop_depth == 0:

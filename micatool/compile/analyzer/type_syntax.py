@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from .. import ast
 from ..symbols import ConstSymbol, ShapeVarSymbol, TypeSymbol
-from ..types import ERROR, STREAM, Array, ErrorType, Record, Scalar, Tensor, Tracked, Type, has_tracked, storage_bytes
+from ..residency import holds_device
+from ..types import (ERROR, STREAM, Array, Channel, ErrorType, Record, Scalar, Tensor, Tracked, Type, has_tracked,
+                     storage_bytes)
 from .rules import STATIC_LIMIT_BYTES, STREAM_ALONE, TENSOR_CONSTRUCTORS, children
 
 
@@ -27,6 +29,8 @@ class TypeSyntax:
             return symbol.type
         if isinstance(t, ast.ShapedType):
             return self.shaped_type(t, new_shape_vars, known)
+        if isinstance(t, ast.DynamicShapedType) and t.constructor == "channel":
+            return self.channel_type(t, known)
         if isinstance(t, ast.DynamicShapedType):
             element = self.tensor_element(t.element, t)
             if t.constructor not in ("vector", "matrix"):
@@ -96,6 +100,17 @@ class TypeSyntax:
         if not isinstance(t, Scalar) or not t.is_numeric:
             return self.a.error(where, 4004, f"a tensor's elements must be a float or integer type, not '{t}'")
         return t
+
+    def channel_type(self, t: ast.DynamicShapedType, known: set) -> Type:
+        element = self.resolve_type(t.element, known_shape_vars=known)
+        if isinstance(element, ErrorType):
+            return ERROR
+        if element == STREAM:
+            return self.a.error(t, 5021, STREAM_ALONE.format("what a channel carries"))
+        if has_tracked(element) or holds_device(element):
+            return self.a.error(t, 4038, f"a channel carries host values without a tape node; "
+                                         f"'{element}' is not one")
+        return Channel(element)
 
     def shaped_type(self, t: ast.ShapedType, new_shape_vars, known) -> Type:
         rank = TENSOR_CONSTRUCTORS.get(t.constructor, -1)

@@ -37,6 +37,13 @@ class Emitter:
         self.frame_bytes += storage_bytes(t)
         return name
 
+    def declare_c(self, ctype: str, init: str) -> str:
+        """A temporary of a C type no Mica type names (a pointer to a task's arguments)."""
+        name = self.fresh()
+        self.line(f"{ctype}{name} = {init};")
+        self.declared = True
+        return name
+
     def declare_uninitialized(self, t: Type) -> str:
         """A temporary that a kernel is about to fill completely."""
         name = self.fresh()

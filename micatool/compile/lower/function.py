@@ -18,6 +18,7 @@ from .expressions import Expressions, passed_by_pointer
 from .jinja import templates
 from .statements import Statements
 from .tape import Tape
+from .tasks import Tasks
 
 
 class FunctionLowering:
@@ -38,6 +39,7 @@ class FunctionLowering:
         self.exprs = Expressions(self)
         self.tape = Tape(self)
         self.device = Device(self)
+        self.tasks = Tasks(self)
 
     def concrete(self, t: Type) -> Type:
         return substitute(t, self.binding) if self.binding else t

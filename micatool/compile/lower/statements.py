@@ -235,3 +235,9 @@ class Statements:
 
     def stmt_Tape(self, s: ast.Tape):
         self.f.tape.tape_window(s)
+
+    def stmt_Tasks(self, s: ast.Tasks):
+        self.f.tasks.tasks_block(s)
+
+    def stmt_Spawn(self, s: ast.Spawn):
+        self.f.tasks.spawn(s)

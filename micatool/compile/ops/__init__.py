@@ -69,6 +69,7 @@ def record_on_tape(records: dict[str, TapeRecord]) -> None:
 
 # The families, each of which defines its ops as it is imported.
 from . import (  # noqa: E402
+    channels,
     checkpoints,
     elementwise,
     extents,
@@ -92,6 +93,7 @@ from . import (  # noqa: E402
     transfers,
 )
 
-__all__ = ["OPS", "TAPE", "Op", "TapeRecord", "define", "record_on_tape", "checkpoints", "elementwise", "extents",
-           "images", "library", "linalg", "network", "numbers", "operators", "optimizers", "output", "products",
-           "quantized", "randomness", "reductions", "regexes", "rows", "streams", "strings", "tape", "transfers"]
+__all__ = ["OPS", "TAPE", "Op", "TapeRecord", "define", "record_on_tape", "channels", "checkpoints", "elementwise",
+           "extents", "images", "library", "linalg", "network", "numbers", "operators", "optimizers", "output",
+           "products", "quantized", "randomness", "reductions", "regexes", "rows", "streams", "strings", "tape",
+           "transfers"]

@@ -32,6 +32,10 @@ class CheckContext:
         """Check an `address` argument: a place the call may write."""
         return self._analyzer.places.address_arg(arg, what)
 
+    def check_assignable(self, source: Type, target: Type, e: ast.Expr) -> None:
+        """Report why a value of type source cannot be stored where target is, if it cannot."""
+        self._analyzer.places.check_assignable(source, target, e)
+
     def const_int(self, e: ast.Expr) -> int | None:
         """The value of an integer known at compile time, or None."""
         return self._analyzer.type_syntax.const_int(e)
@@ -252,4 +256,5 @@ def check_signature(params: list, result: Type):
         plain_only(a, call, types)
         return result
 
+    check.signature = (params, result)  # what tools/facts.py lists for the op
     return check
