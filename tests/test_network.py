@@ -393,3 +393,56 @@ def test_an_accepted_connection_keeps_the_servers_timeout_and_is_named_by_its_pe
             out, err = program.communicate(timeout=WAIT)  # the client stays silent
     assert out == f"cannot read from 127.0.0.1:{peer}: timed out after 0.2 s\n".encode()
     assert program.returncode == 0, err
+
+
+def test_tasks_each_hold_a_connection_of_their_own(tmp_path):
+    """Four tasks connect at once to a Python server that answers each caller in a
+    thread; each task's reply comes back to it, whatever the order they ran in."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(WAIT)
+
+    def answer(conn):
+        with conn:
+            conn.settimeout(WAIT)
+            f = conn.makefile("rwb")
+            f.write(b"pong " + read_line(f))
+            f.flush()
+
+    def serve():
+        with listener:
+            threads = [threading.Thread(target=answer, args=(listener.accept()[0],)) for _ in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(WAIT)
+
+    text = """program Callers;
+var replies : array[0..3] of string; k : integer;
+
+procedure Ask(port, n : integer; address reply : string);
+var conn : stream;
+begin
+    if not Connect('127.0.0.1', port, address conn) then reply := LastError
+    else begin
+        SetTimeout(conn, 20);
+        WriteLn(conn, 'task ', n);
+        if not Flush(conn) or not ReadLine(conn, address reply) then reply := LastError;
+    end;
+end;
+
+begin
+    tasks
+        for k := 0 to 3 do spawn Ask(StrToInt(ParamStr(1)), k, address replies[k]);
+    end;
+    for k := 0 to 3 do WriteLn(replies[k]);
+end.
+"""
+    binary = build_text(tmp_path, text)
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    result = run(binary, args=[str(listener.getsockname()[1])], timeout=WAIT)
+    server.join(WAIT)
+    assert result.stdout == "".join(f"pong task {n}\n" for n in range(4))
+    assert result.returncode == 0, result.stderr
