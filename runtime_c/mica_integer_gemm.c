@@ -312,6 +312,45 @@ static void pack_a_bytes(const int_kernel *K, uint8_t *pack, const void *a, int 
         }
 }
 
+// Four rows' bytes interleaved, 16 columns at a time: out[4c + e] = r[e][c].
+// Returns how many columns it did (a multiple of 16); the caller does the rest.
+#if defined(__x86_64__)
+static int interleave_16s(const int8_t *const r[4], int cols, uint8_t *out) {
+    int c = 0;
+    for (; c + 16 <= cols; c += 16) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(r[0] + c)), b = _mm_loadu_si128((const __m128i *)(r[1] + c));
+        __m128i x = _mm_loadu_si128((const __m128i *)(r[2] + c)), y = _mm_loadu_si128((const __m128i *)(r[3] + c));
+        __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
+        __m128i xy_lo = _mm_unpacklo_epi8(x, y), xy_hi = _mm_unpackhi_epi8(x, y);
+        _mm_storeu_si128((__m128i *)(out + c * 4), _mm_unpacklo_epi16(ab_lo, xy_lo));
+        _mm_storeu_si128((__m128i *)(out + c * 4 + 16), _mm_unpackhi_epi16(ab_lo, xy_lo));
+        _mm_storeu_si128((__m128i *)(out + c * 4 + 32), _mm_unpacklo_epi16(ab_hi, xy_hi));
+        _mm_storeu_si128((__m128i *)(out + c * 4 + 48), _mm_unpackhi_epi16(ab_hi, xy_hi));
+    }
+    return c;
+}
+#elif defined(__aarch64__)
+static int interleave_16s(const int8_t *const r[4], int cols, uint8_t *out) {
+    int c = 0;
+    for (; c + 16 <= cols; c += 16) {
+        uint8x16x2_t ab = vzipq_u8(vld1q_u8((const uint8_t *)r[0] + c), vld1q_u8((const uint8_t *)r[1] + c));
+        uint8x16x2_t xy = vzipq_u8(vld1q_u8((const uint8_t *)r[2] + c), vld1q_u8((const uint8_t *)r[3] + c));
+        uint16x8x2_t lo = vzipq_u16(vreinterpretq_u16_u8(ab.val[0]), vreinterpretq_u16_u8(xy.val[0]));
+        uint16x8x2_t hi = vzipq_u16(vreinterpretq_u16_u8(ab.val[1]), vreinterpretq_u16_u8(xy.val[1]));
+        vst1q_u8(out + c * 4, vreinterpretq_u8_u16(lo.val[0]));
+        vst1q_u8(out + c * 4 + 16, vreinterpretq_u8_u16(lo.val[1]));
+        vst1q_u8(out + c * 4 + 32, vreinterpretq_u8_u16(hi.val[0]));
+        vst1q_u8(out + c * 4 + 48, vreinterpretq_u8_u16(hi.val[1]));
+    }
+    return c;
+}
+#else
+static int interleave_16s(const int8_t *const r[4], int cols, uint8_t *out) {
+    (void)r, (void)cols, (void)out;
+    return 0;
+}
+#endif
+
 // b's four depths of a word side by side for each of a panel's nr columns; a
 // depth past kc reads a row of zeros. The column sums the shift of a's range
 // takes back (sums, when not NULL) are added up here, as each byte passes.
@@ -326,7 +365,8 @@ static void pack_b_bytes(const int_kernel *K, uint8_t *pack, const int8_t *b, in
         for (int64_t g = 0; g < groups; g++, to += nr * 4) {
             const int8_t *r[4];
             for (int e = 0; e < 4; e++) r[e] = g * 4 + e < kc ? b + (p0 + g * 4 + e) * n + j0 + c0 : zeros;
-            for (int c = 0; c < cols; c++) {
+            int c = interleave_16s(r, cols, to);
+            for (; c < cols; c++) {
                 uint32_t word = (uint32_t)(uint8_t)r[0][c] | (uint32_t)(uint8_t)r[1][c] << 8 |
                                 (uint32_t)(uint8_t)r[2][c] << 16 | (uint32_t)(uint8_t)r[3][c] << 24;
                 memcpy(to + c * 4, &word, 4);
