@@ -11,6 +11,7 @@
  * (musl's reads /etc/hosts, then asks the servers of /etc/resolv.conf).
  * A stream holds all of a socket's state: nothing here is global.
  */
+#define _GNU_SOURCE /* accept4 on glibc, the GPU flavour's C library */
 #include "mica_stream.h"
 
 #include <errno.h>
