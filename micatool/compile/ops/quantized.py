@@ -33,6 +33,17 @@ def quantized_tensor(t: Type) -> bool:
     return isinstance(p, Tensor) and p.element in QUANTIZED and p.rank > 0
 
 
+def scale_and_zero_fit(a, call, scale: Type, zero: Type) -> bool:
+    """Arguments 2 and 3 of Quantize and Dequantize: a number and an integer (else a diagnostic)."""
+    if not is_number(scale):
+        wrong(a, call, call.args[1], scale, "a number, the scale")
+        return False
+    if not is_integer(zero):
+        wrong(a, call, call.args[2], zero, "an integer, the zero point")
+        return False
+    return True
+
+
 def same_shape(a, call, x: Type, q: Type) -> bool:
     """x and q hold the same elements: one static shape, or a rank a dynamic one shares."""
     px, pq = plain(x), plain(q)
@@ -55,10 +66,8 @@ def check_quantize(a, call, expected):
         return VOID
     if not float_tensor(x):
         return wrong(a, call, call.args[0], x, "a float tensor")
-    if not is_number(scale):
-        return wrong(a, call, call.args[1], scale, "a number, the scale")
-    if not is_integer(zero):
-        return wrong(a, call, call.args[2], zero, "an integer, the zero point")
+    if not scale_and_zero_fit(a, call, scale, zero):
+        return ERROR
     if not quantized_tensor(q):
         return wrong(a, call, call.args[3], q, "an int8 or uint8 tensor to receive the result")
     same_shape(a, call, x, q)
@@ -133,10 +142,8 @@ def check_dequantize(a, call, expected):
         return ERROR
     if not quantized_tensor(q):
         return wrong(a, call, call.args[0], q, "an int8 or uint8 tensor")
-    if not is_number(scale):
-        return wrong(a, call, call.args[1], scale, "a number, the scale")
-    if not is_integer(zero):
-        return wrong(a, call, call.args[2], zero, "an integer, the zero point")
+    if not scale_and_zero_fit(a, call, scale, zero):
+        return ERROR
     element = FLOAT32 if plain(scale) == FLOAT32 else FLOAT64
     p = plain(q)
     return Tensor(element, None, p.rank) if p.is_dynamic else Tensor(element, p.shape, 0, p.on_gpu)
