@@ -164,7 +164,8 @@ end.
 
 # ------------------------------------------------------------ the integer GEMM's kernels
 
-HARNESS = ["tests/c/integer_gemm_check.c", "runtime_c/mica_integer_gemm.c", "runtime_c/mica_cpu.c"]
+HARNESS = ["tests/c/integer_gemm_check.c", "runtime_c/mica_integer_gemm.c", "runtime_c/mica_integer_pack.c",
+           "runtime_c/mica_cpu.c"]
 HARNESS_LINE = re.compile(r"isa (\w+) cases (\d+) mismatches (\d+) hash ([0-9a-f]{16})")
 X86_KERNELS = ["sse2", "avx2", "avxvnni", "avx512vnni"]
 ARM_KERNELS = ["neon", "dotprod"]
