@@ -14,7 +14,7 @@
  * padding is zero in b, so whatever a holds there adds nothing. b is packed
  * once and kept (mica_integer_pack.h): an int8 model's weights are packed
  * when first multiplied by, not for every token. A tile function computes
- * one mr x nr tile in registers from a's rows; the driver adds it into out.
+ * one mr x nr tile in registers from a's rows and adds it into out.
  * The byte kernels read a's rows where they lie when k is a multiple of 4
  * (their shift of a's range is one xor on each word they load); otherwise,
  * and for the int16 kernels, a MC x KC block of a is first copied into rows
@@ -46,14 +46,22 @@
 #define KC 512 /* depth of a packed block: a multiple of every group */
 #define MC 96  /* rows of a copied block of a: a multiple of every mr */
 #define MR_MAX 8
-#define TILE_MAX (MR_MAX * 32)
+#define NR_MAX 32
+
+/* Where a tile goes: its rows x cols (how many of mr x nr are real) at out,
+ * rows n apart; stored on the first KC block, less take[c] (the shift's
+ * share, below; NULL when a is not shifted), and added on the later ones. */
+typedef struct {
+    int32_t *out;
+    int64_t n;
+    int rows, cols, first;
+    const int32_t *take;
+} tile_out;
 
 /* a: the tile's mr rows, each at the block's first depth (a row past the
- * product points at zeros); rows, cols: how many of the tile's are real;
- * flip: xor-ed into each 32-bit word of a byte kernel's a; bp: b panel,
- * groups x nr words; tile: mr x nr out, of which rows x cols are read. */
-typedef void tile_fn(const void *const *a, int rows, int cols, uint32_t flip, const void *bp, int64_t groups,
-                     int32_t *tile);
+ * product points at zeros); flip: xor-ed into each 32-bit word of a byte
+ * kernel's a; bp: b panel, groups x nr words. */
+typedef void tile_fn(const void *const *a, uint32_t flip, const void *bp, int64_t groups, const tile_out *to);
 
 typedef struct {
     const char *name;
@@ -71,6 +79,19 @@ static int32_t word_at(const void *p) {
     return w;
 }
 
+// A tile computed into memory (mr x nr, nr apart), into out as `to` says.
+static void finish(const tile_out *to, const int32_t *tile, int nr) {
+    for (int r = 0; r < to->rows; r++) {
+        int32_t *o = to->out + r * to->n;
+        const int32_t *t = tile + r * nr;
+        if (!to->first)
+            for (int c = 0; c < to->cols; c++) o[c] += t[c];
+        else if (to->take)
+            for (int c = 0; c < to->cols; c++) o[c] = t[c] - to->take[c];
+        else memcpy(o, t, (size_t)to->cols * sizeof(int32_t));
+    }
+}
+
 // Calls BODY(rows, ...) with rows a constant, so that each shape of tile keeps
 // only the accumulators it needs and loops over nothing else.
 #define ROWS_CASES(BODY, rows, ...)        \
@@ -86,9 +107,9 @@ static int32_t word_at(const void *p) {
     }
 
 // 4 x 8, int16 rows, one k per group
-__attribute__((unused)) static void tile_base(const void *const *a, int rows, int cols, uint32_t flip,
-                                              const void *bp, int64_t groups, int32_t *tile) {
-    (void)rows, (void)cols, (void)flip;
+__attribute__((unused)) static void tile_base(const void *const *a, uint32_t flip, const void *bp, int64_t groups,
+                                              const tile_out *to) {
+    (void)flip;
     const int16_t *b = bp;
     int32_t acc[4][8] = {{0}};
     for (int64_t g = 0; g < groups; g++)
@@ -96,7 +117,7 @@ __attribute__((unused)) static void tile_base(const void *const *a, int rows, in
             int32_t x = ((const int16_t *)a[r])[g];
             for (int c = 0; c < 8; c++) acc[r][c] += x * b[g * 8 + c];
         }
-    memcpy(tile, acc, sizeof acc);
+    finish(to, &acc[0][0], 8);
 }
 
 #if defined(__x86_64__)
@@ -104,9 +125,10 @@ __attribute__((unused)) static void tile_base(const void *const *a, int rows, in
 
 // 6 x 16: a word is two int16 of a row (k, k+1); b holds 8 columns of such
 // pairs per vector. vpmaddwd sums each pair into int32 (no saturation: |sum| <= 2^15).
-__attribute__((target("avx2"))) static void tile_avx2(const void *const *a, int rows, int cols, uint32_t flip,
-                                                      const void *bp, int64_t groups, int32_t *tile) {
-    (void)rows, (void)cols, (void)flip;
+__attribute__((target("avx2"))) static void tile_avx2(const void *const *a, uint32_t flip, const void *bp,
+                                                      int64_t groups, const tile_out *to) {
+    (void)flip;
+    int32_t tile[6 * 16];
     const int16_t *b = bp;
     __m256i acc[6][2];
     for (int r = 0; r < 6; r++) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
@@ -123,12 +145,25 @@ __attribute__((target("avx2"))) static void tile_avx2(const void *const *a, int 
         _mm256_storeu_si256((__m256i *)(tile + r * 16), acc[r][0]);
         _mm256_storeu_si256((__m256i *)(tile + r * 16 + 8), acc[r][1]);
     }
+    finish(to, tile, 16);
+}
+
+// One row's vector of 8 columns (from column c0) into out: the lanes past
+// cols are neither read nor written.
+__attribute__((target("avx2"), always_inline)) static inline void out_avx(const tile_out *to, int r, int c0,
+                                                                           __m256i v) {
+    __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(to->cols - c0), lanes);
+    int32_t *o = to->out + r * to->n + c0;
+    if (!to->first) v = _mm256_add_epi32(v, _mm256_maskload_epi32(o, mask));
+    else if (to->take) v = _mm256_sub_epi32(v, _mm256_maskload_epi32(to->take + c0, mask));
+    _mm256_maskstore_epi32(o, mask, v);
 }
 
 // ROWS x (8 or 16): a word is four u8 of a row; b holds 8 columns of four s8 per vector.
 __attribute__((target("avx2,avxvnni"), always_inline)) static inline void
 avxvnni_rows(const int ROWS, const int halves, const void *const *a, uint32_t flip, const uint8_t *b, int64_t groups,
-             int32_t *tile) {
+             const tile_out *to) {
     __m256i acc[6][2], f = _mm256_set1_epi32((int32_t)flip);
     for (int r = 0; r < ROWS; r++) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
     for (int64_t g = 0; g < groups; g++) {
@@ -141,24 +176,34 @@ avxvnni_rows(const int ROWS, const int halves, const void *const *a, uint32_t fl
         }
     }
     for (int r = 0; r < ROWS; r++) {
-        _mm256_storeu_si256((__m256i *)(tile + r * 16), acc[r][0]);
-        if (halves > 1) _mm256_storeu_si256((__m256i *)(tile + r * 16 + 8), acc[r][1]);
+        out_avx(to, r, 0, acc[r][0]);
+        if (halves > 1) out_avx(to, r, 8, acc[r][1]);
     }
 }
 
-#define AVXVNNI_ROWS(ROWS, halves) avxvnni_rows(ROWS < 6 ? ROWS : 6, halves, a, flip, bp, groups, tile)
+#define AVXVNNI_ROWS(ROWS, halves) avxvnni_rows(ROWS < 6 ? ROWS : 6, halves, a, flip, bp, groups, to)
 
-__attribute__((target("avx2,avxvnni"))) static void tile_avxvnni(const void *const *a, int rows, int cols,
-                                                                uint32_t flip, const void *bp, int64_t groups,
-                                                                int32_t *tile) {
-    if (cols > 8) ROWS_CASES(AVXVNNI_ROWS, rows, 2)
-    else ROWS_CASES(AVXVNNI_ROWS, rows, 1)
+__attribute__((target("avx2,avxvnni"))) static void tile_avxvnni(const void *const *a, uint32_t flip, const void *bp,
+                                                                int64_t groups, const tile_out *to) {
+    if (to->cols > 8) ROWS_CASES(AVXVNNI_ROWS, to->rows, 2)
+    else ROWS_CASES(AVXVNNI_ROWS, to->rows, 1)
+}
+
+// One row's vector of 16 columns (from column c0) into out, as out_avx.
+__attribute__((target("avx512f"), always_inline)) static inline void out_avx512(const tile_out *to, int r, int c0,
+                                                                                __m512i v) {
+    int left = to->cols - c0;
+    __mmask16 mask = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+    int32_t *o = to->out + r * to->n + c0;
+    if (!to->first) v = _mm512_add_epi32(v, _mm512_maskz_loadu_epi32(mask, o));
+    else if (to->take) v = _mm512_sub_epi32(v, _mm512_maskz_loadu_epi32(mask, to->take + c0));
+    _mm512_mask_storeu_epi32(o, mask, v);
 }
 
 // ROWS x (16 or 32): as avxvnni, 16 columns per vector
 __attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline)) static inline void
 avx512vnni_rows(const int ROWS, const int halves, const void *const *a, uint32_t flip, const uint8_t *b,
-                int64_t groups, int32_t *tile) {
+                int64_t groups, const tile_out *to) {
     __m512i acc[8][2], f = _mm512_set1_epi32((int32_t)flip);
     for (int r = 0; r < ROWS; r++) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
     for (int64_t g = 0; g < groups; g++) {
@@ -171,19 +216,18 @@ avx512vnni_rows(const int ROWS, const int halves, const void *const *a, uint32_t
         }
     }
     for (int r = 0; r < ROWS; r++) {
-        _mm512_storeu_si512(tile + r * 32, acc[r][0]);
-        if (halves > 1) _mm512_storeu_si512(tile + r * 32 + 16, acc[r][1]);
+        out_avx512(to, r, 0, acc[r][0]);
+        if (halves > 1) out_avx512(to, r, 16, acc[r][1]);
     }
 }
 
-#define AVX512VNNI_ROWS(ROWS, halves) avx512vnni_rows(ROWS, halves, a, flip, bp, groups, tile)
+#define AVX512VNNI_ROWS(ROWS, halves) avx512vnni_rows(ROWS, halves, a, flip, bp, groups, to)
 
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void tile_avx512vnni(const void *const *a, int rows,
-                                                                                   int cols, uint32_t flip,
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void tile_avx512vnni(const void *const *a, uint32_t flip,
                                                                                    const void *bp, int64_t groups,
-                                                                                   int32_t *tile) {
-    if (cols > 16) ROWS_CASES(AVX512VNNI_ROWS, rows, 2)
-    else ROWS_CASES(AVX512VNNI_ROWS, rows, 1)
+                                                                                   const tile_out *to) {
+    if (to->cols > 16) ROWS_CASES(AVX512VNNI_ROWS, to->rows, 2)
+    else ROWS_CASES(AVX512VNNI_ROWS, to->rows, 1)
 }
 
 static const int_kernel kernels[] = {
@@ -207,9 +251,9 @@ static int kernel_allowed(int i, int level) {
 #include <arm_neon.h>
 
 // 8 x 8: a group is one k; a's rows hold int16, b 8 columns.
-static void tile_neon(const void *const *a, int rows, int cols, uint32_t flip, const void *bp, int64_t groups,
-                      int32_t *tile) {
-    (void)rows, (void)cols, (void)flip;
+static void tile_neon(const void *const *a, uint32_t flip, const void *bp, int64_t groups, const tile_out *to) {
+    (void)flip;
+    int32_t tile[8 * 8];
     const int16_t *b = bp;
     int32x4_t acc[8][2];
     for (int r = 0; r < 8; r++) acc[r][0] = acc[r][1] = vdupq_n_s32(0);
@@ -226,6 +270,7 @@ static void tile_neon(const void *const *a, int rows, int cols, uint32_t flip, c
         vst1q_s32(tile + r * 8, acc[r][0]);
         vst1q_s32(tile + r * 8 + 4, acc[r][1]);
     }
+    finish(to, tile, 8);
 }
 
 // ROWS x (4 or 8): a row's word of four s8, in every lane, against b's 4
@@ -233,7 +278,8 @@ static void tile_neon(const void *const *a, int rows, int cols, uint32_t flip, c
 __attribute__((target("dotprod"), always_inline)) static inline void dotprod_rows(const int ROWS, const int halves,
                                                                                   const void *const *a, uint32_t flip,
                                                                                   const int8_t *b, int64_t groups,
-                                                                                  int32_t *tile) {
+                                                                                  const tile_out *to) {
+    int32_t tile[8 * 8];
     int32x4_t acc[8][2];
     for (int r = 0; r < ROWS; r++) acc[r][0] = acc[r][1] = vdupq_n_s32(0);
     for (int64_t g = 0; g < groups; g++) {
@@ -249,14 +295,15 @@ __attribute__((target("dotprod"), always_inline)) static inline void dotprod_row
         vst1q_s32(tile + r * 8, acc[r][0]);
         if (halves > 1) vst1q_s32(tile + r * 8 + 4, acc[r][1]);
     }
+    finish(to, tile, 8);
 }
 
-#define DOTPROD_ROWS(ROWS, halves) dotprod_rows(ROWS, halves, a, flip, bp, groups, tile)
+#define DOTPROD_ROWS(ROWS, halves) dotprod_rows(ROWS, halves, a, flip, bp, groups, to)
 
-__attribute__((target("dotprod"))) static void tile_dotprod(const void *const *a, int rows, int cols, uint32_t flip,
-                                                            const void *bp, int64_t groups, int32_t *tile) {
-    if (cols > 4) ROWS_CASES(DOTPROD_ROWS, rows, 2)
-    else ROWS_CASES(DOTPROD_ROWS, rows, 1)
+__attribute__((target("dotprod"))) static void tile_dotprod(const void *const *a, uint32_t flip, const void *bp,
+                                                            int64_t groups, const tile_out *to) {
+    if (to->cols > 4) ROWS_CASES(DOTPROD_ROWS, to->rows, 2)
+    else ROWS_CASES(DOTPROD_ROWS, to->rows, 1)
 }
 
 static const int_kernel kernels[] = {
@@ -367,7 +414,7 @@ static int interleave_16s(const int8_t *const r[4], int cols, uint8_t *out) {
 // takes back are added up here, as each byte passes.
 static void pack_b_bytes(const int_kernel *K, uint8_t *pack, const int8_t *b, int64_t n, int64_t p0, int64_t kc,
                          int32_t *sums) {
-    static const int8_t zeros[TILE_MAX] = {0};
+    static const int8_t zeros[NR_MAX] = {0};
     const int nr = K->nr;
     int64_t groups = (kc + 3) / 4;
     for (int64_t c0 = 0; c0 < n; c0 += nr) {
@@ -399,15 +446,18 @@ static int64_t padded_width(const int_kernel *K, int64_t n) {
 }
 
 // All of b, block after block (each KC deep but the last), for the kernel
-// `layout`; the int16 kernels never shift a, so only bytes add up sums.
-static void pack_b_all(const void *layout, void *pack, int32_t *sums, const int8_t *b, int64_t k, int64_t n) {
+// `layout`, and what the shift of a's range adds to each column, offset * sum
+// (at most 2^30), for the one kind of a the kernel shifts: a tile takes it back.
+// The int16 kernels never shift a.
+static void pack_b_all(const void *layout, void *pack, int32_t *take, const int8_t *b, int64_t k, int64_t n) {
     const int_kernel *K = layout;
     int64_t width = padded_width(K, n);
     for (int64_t p0 = 0; p0 < k; p0 += KC) {
         int64_t kc = k - p0 < KC ? k - p0 : KC;
         if (K->wide) pack_b_wide(K, (int16_t *)pack + p0 * width, b, n, p0, kc);
-        else pack_b_bytes(K, (uint8_t *)pack + p0 * width, b, n, p0, kc, sums);
+        else pack_b_bytes(K, (uint8_t *)pack + p0 * width, b, n, p0, kc, take);
     }
+    for (int64_t c = 0; c < n; c++) take[c] *= K->offset_i8 + K->offset_u8;
 }
 
 // a's rows i0 .. i0+mc, depths p0 .. p0+kc, as rows `depth` elements apart,
@@ -428,20 +478,6 @@ static void copy_a_rows(const int_kernel *K, void *rows, const void *a, int a_u8
     }
 }
 
-// A tile's rows x cols into out (n apart): stored on the first block, less the
-// shift's share offset * sums[c]; added on the later ones.
-static void finish(int32_t *out, int64_t n, const int32_t *tile, int nr, int rows, int cols, int first, int offset,
-                   const int32_t *sums) {
-    for (int r = 0; r < rows; r++) {
-        int32_t *o = out + r * n;
-        const int32_t *t = tile + r * nr;
-        if (!first)
-            for (int c = 0; c < cols; c++) o[c] += t[c];
-        else
-            for (int c = 0; c < cols; c++) o[c] = t[c] - offset * sums[c];
-    }
-}
-
 static void integer_gemm(const int_kernel *K, int32_t *out, const void *a, int a_u8, const int8_t *b, int64_t m,
                          int64_t k, int64_t n) {
     static const int16_t zeros[KC] = {0}; /* the rows of a tile past m */
@@ -459,7 +495,6 @@ static void integer_gemm(const int_kernel *K, int32_t *out, const void *a, int a
     int in_place = !K->wide && k % 4 == 0;
     int64_t most = ((k < KC ? k : KC) + group - 1) / group * group; /* the deepest block */
     void *copy = in_place ? NULL : mica_integer_scratch((size_t)((m < MC ? m : MC) * most) * size);
-    int32_t tile[TILE_MAX];
     for (int64_t p0 = 0; p0 < k; p0 += KC) {
         int64_t kc = k - p0 < KC ? k - p0 : KC, groups = (kc + group - 1) / group, depth = groups * group;
         const char *block = (const char *)packed.pack + (size_t)(p0 * width) * size;
@@ -477,8 +512,8 @@ static void integer_gemm(const int_kernel *K, int32_t *out, const void *a, int a
                     int real = mc - r0 < mr ? (int)(mc - r0) : mr;
                     const void *row[MR_MAX];
                     for (int r = 0; r < mr; r++) row[r] = r < real ? rows + (r0 + r) * stride : (const void *)zeros;
-                    K->tile(row, real, cols, flip, panel, groups, tile);
-                    finish(out + (i0 + r0) * n + c0, n, tile, nr, real, cols, p0 == 0, offset, packed.sums + c0);
+                    tile_out to = {out + (i0 + r0) * n + c0, n, real, cols, p0 == 0, offset ? packed.columns + c0 : NULL};
+                    K->tile(row, flip, panel, groups, &to);
                 }
             }
         }

@@ -21,10 +21,10 @@ typedef struct {
     const void *layout;
     int64_t k, n;
     uint64_t used; /* the cache's clock at the last use */
-    size_t bytes;  /* of the block holding copy, pack and sums; 0 when empty */
+    size_t bytes;  /* of the block holding copy, pack and columns; 0 when empty */
     int8_t *copy;  /* b's bytes when packed */
     void *pack;
-    int32_t *sums;
+    int32_t *columns;
 } entry;
 
 typedef struct {
@@ -79,7 +79,7 @@ static int same_bytes(const int8_t *x, const int8_t *y, size_t n) {
     return memcmp(x + i, y + i, n - i) == 0;
 }
 
-// e's block sized for (k, n, pack_bytes): copy, then pack, then sums, each 64-byte aligned within it
+// e's block sized for (k, n, pack_bytes): copy, then pack, then columns, each 64-byte aligned within it
 static void shape(entry *e, size_t bytes, size_t copy_bytes, size_t pack_bytes) {
     if (e->bytes != bytes) {
         mica_free(e->copy);
@@ -87,7 +87,7 @@ static void shape(entry *e, size_t bytes, size_t copy_bytes, size_t pack_bytes) 
         e->bytes = bytes;
     }
     e->pack = (char *)e->copy + copy_bytes;
-    e->sums = (int32_t *)((char *)e->pack + pack_bytes);
+    e->columns = (int32_t *)((char *)e->pack + pack_bytes);
 }
 
 
@@ -103,7 +103,7 @@ mica_packed_b mica_integer_packed(const void *layout, size_t pack_bytes, mica_pa
         if (set[w].bytes && set[w].b == b && set[w].k == k && set[w].n == n && set[w].layout == layout) e = &set[w];
     if (e && same_bytes(e->copy, b, (size_t)(k * n))) {
         e->used = ++c->clock;
-        return (mica_packed_b){e->pack, e->sums};
+        return (mica_packed_b){e->pack, e->columns};
     }
     if (!e) { /* the least recently used way, emptied, if what it frees lets b under the cap */
         e = &set[0];
@@ -117,9 +117,9 @@ mica_packed_b mica_integer_packed(const void *layout, size_t pack_bytes, mica_pa
     e->b = b, e->layout = layout, e->k = k, e->n = n, e->used = ++c->clock;
     memcpy(e->copy, b, (size_t)(k * n));
     memset(e->pack, 0, pack_bytes);
-    memset(e->sums, 0, (size_t)n * sizeof(int32_t));
-    pack(layout, e->pack, e->sums, b, k, n);
-    return (mica_packed_b){e->pack, e->sums};
+    memset(e->columns, 0, (size_t)n * sizeof(int32_t));
+    pack(layout, e->pack, e->columns, b, k, n);
+    return (mica_packed_b){e->pack, e->columns};
 }
 
 void *mica_integer_scratch(size_t bytes) {

@@ -14,13 +14,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Writes b's packed form into pack (pack_bytes, zeroed) and its column sums
- * into sums (n int32, zeroed) for the layout the caller named. */
-typedef void mica_pack_b_fn(const void *layout, void *pack, int32_t *sums, const int8_t *b, int64_t k, int64_t n);
+/* Writes b's packed form into pack (pack_bytes, zeroed) and one int32 per
+ * column into columns (n, zeroed), what the layout the caller named keeps
+ * beside its pack. */
+typedef void mica_pack_b_fn(const void *layout, void *pack, int32_t *columns, const int8_t *b, int64_t k, int64_t n);
 
 typedef struct {
     const void *pack;
-    const int32_t *sums;
+    const int32_t *columns;
 } mica_packed_b;
 
 /* b (k x n) packed by pack for layout, from this thread's cache or afresh.
