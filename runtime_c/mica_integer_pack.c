@@ -7,6 +7,7 @@
  * Freed when the thread exits.
  */
 #include "mica.h"
+#include "mica_cpu.h"
 #include "mica_integer_pack.h"
 
 #include <pthread.h>
@@ -63,20 +64,45 @@ static cache *this_thread(void) {
 }
 
 // Whether n bytes at x and y are the same: 256 bytes at a time, xors or-ed
-// together (the compiler vectorizes it), where memcmp may go byte by byte.
-static int same_bytes(const int8_t *x, const int8_t *y, size_t n) {
-    size_t i = 0;
-    for (; i + 256 <= n; i += 256) {
-        uint64_t diff = 0;
-        for (int w = 0; w < 32; w++) {
-            uint64_t p, q;
-            memcpy(&p, x + i + 8 * w, 8);
-            memcpy(&q, y + i + 8 * w, 8);
-            diff |= p ^ q;
-        }
-        if (diff) return 0;
+// together (the compiler vectorizes it, at each instruction set's width),
+// where memcmp may go byte by byte. The comparison is most of a kept pack's cost.
+#define MICA_SAME_BYTES(ISA)                                                        \
+    static int same_bytes_##ISA(const int8_t *x, const int8_t *y, size_t n) {       \
+        size_t i = 0;                                                               \
+        for (; i + 256 <= n; i += 256) {                                            \
+            uint64_t diff = 0;                                                      \
+            for (int w = 0; w < 32; w++) {                                          \
+                uint64_t p, q;                                                      \
+                memcpy(&p, x + i + 8 * w, 8);                                       \
+                memcpy(&q, y + i + 8 * w, 8);                                       \
+                diff |= p ^ q;                                                      \
+            }                                                                       \
+            if (diff) return 0;                                                     \
+        }                                                                           \
+        return memcmp(x + i, y + i, n - i) == 0;                                    \
     }
-    return memcmp(x + i, y + i, n - i) == 0;
+MICA_SAME_BYTES(base)
+#if defined(__x86_64__)
+#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
+MICA_SAME_BYTES(avx2)
+#pragma clang attribute pop
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw"))), apply_to = function)
+MICA_SAME_BYTES(avx512)
+#pragma clang attribute pop
+static int (*const same_by_level[])(const int8_t *, const int8_t *, size_t) = {same_bytes_base, same_bytes_avx2,
+                                                                               same_bytes_avx512};
+#else
+static int (*const same_by_level[])(const int8_t *, const int8_t *, size_t) = {same_bytes_base};
+#endif
+#undef MICA_SAME_BYTES
+
+static int level_pick(void) {
+    return mica_isa_level(NULL);
+}
+
+static int same_bytes(const int8_t *x, const int8_t *y, size_t n) {
+    static int chosen = -1;
+    return same_by_level[mica_chosen_once(&chosen, level_pick)](x, y, n);
 }
 
 // e's block sized for (k, n, pack_bytes): copy, then pack, then columns, each 64-byte aligned within it

@@ -12,7 +12,6 @@
     T mica_dot_##S(const T *a, const T *b, int64_t n);                                                              \
     void mica_sum_rows_##S(T *out, const T *x, int64_t rows, int64_t cols);                                         \
     void mica_outer_##S(T *out, const T *a, const T *b, int64_t m, int64_t n);                                      \
-    void mica_rescale_i32_##S(T *out, const int32_t *p, const T *a, const T *b, int64_t m, int64_t n);              \
     void mica_softmax_##S(T *out, const T *x, int64_t rows, int64_t cols);                                          \
     void mica_causal_mask_##S(T *out, const T *x, int64_t batch, int64_t rows, int64_t cols);                      \
     void mica_layernorm_##S(T *out, T *mean, T *rstd, const T *x, const T *gain, const T *bias, int64_t rows,      \

@@ -5,6 +5,8 @@
  *   Quantize:     q[i] = clamp(roundeven(x[i] / scale) + zero), the division in x's type
  *   Dequantize:   out[i] = (float(q[i] - zero)) * scale, in the scale's type
  *   QuantizeRows: per row, scale = max |x| / 127 and zero 0, into int8
+ * and the one pass the compiler makes of an exact integer product's
+ * rescaling back to float, Mul(float(p), Outer(a, b)).
  */
 #include "mica.h"
 #include "mica_cpu.h"
@@ -50,8 +52,9 @@ MICA_QUANTIZE(double, f64, uint8_t, u8, 0, 255)
 MICA_QUANTIZE(float, f32, uint8_t, u8, 0, 255)
 #undef MICA_QUANTIZE
 
-/* The rows' two passes, compiled for each instruction set (mica_cpu.h) and
- * chosen once: QuantizeRows runs on every activation of an int8 model. Every
+/* The rows' passes, compiled for each instruction set (mica_cpu.h) and
+ * chosen once: QuantizeRows and the rescaling run on every activation of an
+ * int8 model. Every
  * set does the same IEEE operations on each element, so all give the same bits.
  *
  * The largest |x| of a row, or a NaN if the row holds one. Eight running
@@ -87,6 +90,10 @@ MICA_QUANTIZE(float, f32, uint8_t, u8, 0, 255)
         for (c = 0; c < cols; c++) /* a NaN, or an infinity: say which */             \
             if (row[c] != row[c]) return row[c];                                      \
         return (T)__builtin_inf();                                                    \
+    }                                                                                 \
+    /* the roundings of the three ops, in their order: the conversion, a[i] * b[j], the product */ \
+    static void row_rescale_##S##_##ISA(T *out, const int32_t *p, T a, const T *b, int64_t n) {  \
+        for (int64_t j = 0; j < n; j++) out[j] = (T)p[j] * (a * b[j]);                \
     }                                                                                 \
     static void row_quantize_##S##_##ISA(int8_t *out, const T *row, int64_t cols, T scale) { \
         for (int64_t c = 0; c < cols; c++) {                                          \
@@ -147,3 +154,13 @@ static int rows_level(void) {
 MICA_QUANTIZE_ROWS(double, f64)
 MICA_QUANTIZE_ROWS(float, f32)
 #undef MICA_QUANTIZE_ROWS
+
+#define MICA_RESCALE(T, S)                                                                                   \
+    void mica_rescale_i32_##S(T *out, const int32_t *p, const T *a, const T *b, int64_t m, int64_t n) {    \
+        static void (*const rescale_by[])(T *, const int32_t *, T, const T *, int64_t) = BY_LEVEL(row_rescale_##S); \
+        int level = rows_level();                                                                        \
+        for (int64_t i = 0; i < m; i++) rescale_by[level](out + i * n, p + i * n, a[i], b, n);          \
+    }
+MICA_RESCALE(double, f64)
+MICA_RESCALE(float, f32)
+#undef MICA_RESCALE
