@@ -9,8 +9,8 @@
 #include "mica.h"
 #include "mica_cpu.h"
 #include "mica_integer_pack.h"
+#include "mica_threads.h"
 
-#include <pthread.h>
 #include <string.h>
 
 #define SETS 64
@@ -37,10 +37,6 @@ typedef struct {
     size_t bytes; /* held by the ways */
 } cache;
 
-static pthread_key_t cache_key;
-static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
-static _Thread_local cache *cache_mine;
-
 static void cache_free(void *p) {
     cache *c = p;
     for (int s = 0; s < SETS; s++)
@@ -50,17 +46,12 @@ static void cache_free(void *p) {
     mica_free(c);
 }
 
-static void cache_init(void) {
-    pthread_key_create(&cache_key, cache_free);
+static void *cache_make(void) {
+    return mica_alloc(sizeof(cache), 0);
 }
 
 static cache *this_thread(void) {
-    if (!cache_mine) {
-        pthread_once(&cache_once, cache_init);
-        cache_mine = mica_alloc(sizeof(cache), 0);
-        pthread_setspecific(cache_key, cache_mine);
-    }
-    return cache_mine;
+    return mica_thread_local(MICA_LOCAL_INTEGER_PACK, cache_make, cache_free);
 }
 
 // Whether n bytes at x and y are the same: 256 bytes at a time, xors or-ed

@@ -19,6 +19,8 @@ import numpy as np
 import pytest
 from helpers import build_harness, build_text, run
 
+from micatool.compile import compile_program, load_source
+
 RANGES = {"int8": (-128, 127), "uint8": (0, 255)}
 NUMPY = {"float32": np.float32, "float64": np.float64, "int8": np.int8, "uint8": np.uint8}
 
@@ -165,7 +167,7 @@ end.
 # ------------------------------------------------------------ the integer GEMM's kernels
 
 HARNESS = ["tests/c/integer_gemm_check.c", "runtime_c/mica_integer_gemm.c", "runtime_c/mica_integer_pack.c",
-           "runtime_c/mica_cpu.c"]
+           "runtime_c/mica_cpu.c", "runtime_c/mica_threads.c"]
 HARNESS_LINE = re.compile(r"isa (\w+) cases (\d+) mismatches (\d+) hash ([0-9a-f]{16})")
 X86_KERNELS = ["sse2", "avx2", "avxvnni", "avx512vnni"]
 ARM_KERNELS = ["neon", "dotprod"]
@@ -202,3 +204,44 @@ def test_every_aarch64_integer_kernel_equals_the_reference(integer_harness, aarc
     x86 = harness_run(integer_harness["x86_64"], "sse2")[1]
     assert {isa for isa, _ in results.values()} <= set(ARM_KERNELS)
     assert {h for _, h in results.values()} == {x86}, results
+
+
+# ------------------------------------------------------------ the rescaling of an integer product
+
+def test_the_fused_rescaling_is_bit_for_bit_the_three_ops(tmp_path, aarch64):
+    """Mul(float32(p), Outer(r, c)) lowers to one pass (either order); written through
+    variables it is the three ops. Every digit agrees with numpy's float32, whose
+    conversion rounds past 2^24 and whose r * c rounds before the product."""
+    rng = np.random.default_rng(15)
+    p = rng.integers(-2**31, 2**31, (5, 19))
+    p[0, :4] = [2**24 + 1, -(2**24 + 3), 2**31 - 1, -2**31]
+    r = (rng.standard_normal(5) * 1e-3).astype(np.float32)
+    c = (rng.standard_normal(19) * 1e-4).astype(np.float32)
+    text = f"""program Rescale;
+var
+    p : matrix[5, 19] of int32;
+    r : vector[5] of float32;
+    c : vector[19] of float32;
+    o, f : matrix[5, 19] of float32;
+begin
+    p := {integer_literal(p)};
+    r := {literal(r)};
+    c := {literal(c)};
+    WriteLn(Mul(float32(p), Outer(r, c)));
+    WriteLn(Mul(Outer(r, c), float32(p)));
+    o := Outer(r, c);
+    f := float32(p);
+    WriteLn(Mul(f, o));
+end.
+"""
+    source = tmp_path / "rescale.mica"
+    source.write_text(text)
+    c_text = compile_program(load_source(str(source))).c
+    assert c_text.count("mica_rescale_i32_f32(") == 2 and c_text.count("mica_outer_f32(") == 1
+    outputs = [run(build_text(tmp_path, text, tier=tier)).stdout for tier in ("checked", "fast")]
+    outputs.append(run(build_text(tmp_path, text, target="aarch64-linux"), target="aarch64-linux").stdout)
+    assert outputs[0] == outputs[1] == outputs[2]
+    lines = outputs[0].splitlines()
+    assert lines[0] == lines[1] == lines[2]
+    want = p.astype(np.float32) * (r[:, None] * c[None, :])
+    assert printed(lines[0], "float32") == list(want.ravel())
