@@ -15,7 +15,9 @@
 
 #define SETS 64
 #define WAYS 4
+#ifndef CACHE_BYTES /* a test builds a smaller cap, to reach the spare */
 #define CACHE_BYTES ((size_t)256 << 20)
+#endif
 
 typedef struct {
     const int8_t *b;
@@ -96,7 +98,7 @@ static int same_bytes(const int8_t *x, const int8_t *y, size_t n) {
     return same_by_level[mica_chosen_once(&chosen, level_pick)](x, y, n);
 }
 
-// e's block sized for (k, n, pack_bytes): copy, then pack, then columns, each 64-byte aligned within it
+// e's block sized for (k, n, pack_bytes): copy, then pack, then columns, at 64-byte offsets
 static void shape(entry *e, size_t bytes, size_t copy_bytes, size_t pack_bytes) {
     if (e->bytes != bytes) {
         mica_free(e->copy);
@@ -106,7 +108,6 @@ static void shape(entry *e, size_t bytes, size_t copy_bytes, size_t pack_bytes) 
     e->pack = (char *)e->copy + copy_bytes;
     e->columns = (int32_t *)((char *)e->pack + pack_bytes);
 }
-
 
 mica_packed_b mica_integer_packed(const void *layout, size_t pack_bytes, mica_pack_b_fn *pack, const int8_t *b,
                                   int64_t k, int64_t n) {
@@ -130,9 +131,11 @@ mica_packed_b mica_integer_packed(const void *layout, size_t pack_bytes, mica_pa
         else c->bytes -= e->bytes;
     } else c->bytes -= e->bytes;
     shape(e, bytes, copy_bytes, pack_bytes);
-    if (e != &c->spare) c->bytes += bytes;
     e->b = b, e->layout = layout, e->k = k, e->n = n, e->used = ++c->clock;
-    memcpy(e->copy, b, (size_t)(k * n));
+    if (e != &c->spare) { /* the spare is never matched: it needs no copy */
+        c->bytes += bytes;
+        memcpy(e->copy, b, (size_t)(k * n));
+    }
     memset(e->pack, 0, pack_bytes);
     memset(e->columns, 0, (size_t)n * sizeof(int32_t));
     pack(layout, e->pack, e->columns, b, k, n);

@@ -177,8 +177,11 @@ ARM_KERNELS = ["neon", "dotprod"]
 def integer_harness(tmp_path_factory) -> dict[str, Path]:
     """tests/c/integer_gemm_check.c with the integer GEMM, for x86_64 and aarch64 at -O2."""
     out = tmp_path_factory.mktemp("integer_gemm")
-    return {arch: build_harness(out, "integer_gemm_check", HARNESS, arch, "-ffp-contract=off")
-            for arch in ("x86_64", "aarch64")}
+    built = {arch: build_harness(out, "integer_gemm_check", HARNESS, arch, "-ffp-contract=off")
+             for arch in ("x86_64", "aarch64")}
+    # a cache of 4 KB: most operands pass the cap and go through the spare pack
+    built["capped"] = build_harness(out, "integer_gemm_capped", HARNESS, "x86_64", "-DCACHE_BYTES=4096")
+    return built
 
 
 def harness_run(exe: Path, kernel: str, qemu: str | None = None) -> tuple[str, str]:
@@ -196,6 +199,12 @@ def test_every_x86_64_integer_kernel_equals_the_reference(integer_harness):
     results = {kernel: harness_run(integer_harness["x86_64"], kernel) for kernel in X86_KERNELS}
     ran = {isa for isa, _ in results.values()}
     assert "sse2" in ran and len({h for _, h in results.values()}) == 1, results
+
+
+def test_operands_past_the_pack_cache_cap_give_the_same_products(integer_harness):
+    """Over a 4 KB cap every larger b is packed afresh into the spare: the same bits as when kept."""
+    for kernel in ("sse2", "avx512vnni"):
+        assert harness_run(integer_harness["capped"], kernel) == harness_run(integer_harness["x86_64"], kernel)
 
 
 @pytest.mark.qemu
