@@ -181,12 +181,13 @@ avxvnni_rows(const int ROWS, const int halves, const void *const *a, uint32_t fl
     }
 }
 
-#define AVXVNNI_ROWS(ROWS, halves) avxvnni_rows(ROWS < 6 ? ROWS : 6, halves, a, flip, bp, groups, to)
+#define AVXVNNI_ROWS(ROWS, halves) avxvnni_rows(ROWS < 6 ? ROWS : 6, halves, a, flip, bp, groups, dest)
 
 __attribute__((target("avx2,avxvnni"))) static void tile_avxvnni(const void *const *a, uint32_t flip, const void *bp,
                                                                 int64_t groups, const tile_out *to) {
-    if (to->cols > 8) ROWS_CASES(AVXVNNI_ROWS, to->rows, 2)
-    else ROWS_CASES(AVXVNNI_ROWS, to->rows, 1)
+    const tile_out here = *to, *dest = &here; /* a copy the stores into out cannot alias */
+    if (here.cols > 8) ROWS_CASES(AVXVNNI_ROWS, here.rows, 2)
+    else ROWS_CASES(AVXVNNI_ROWS, here.rows, 1)
 }
 
 // One row's vector of 16 columns (from column c0) into out, as out_avx.
@@ -221,13 +222,14 @@ avx512vnni_rows(const int ROWS, const int halves, const void *const *a, uint32_t
     }
 }
 
-#define AVX512VNNI_ROWS(ROWS, halves) avx512vnni_rows(ROWS, halves, a, flip, bp, groups, to)
+#define AVX512VNNI_ROWS(ROWS, halves) avx512vnni_rows(ROWS, halves, a, flip, bp, groups, dest)
 
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void tile_avx512vnni(const void *const *a, uint32_t flip,
                                                                                    const void *bp, int64_t groups,
                                                                                    const tile_out *to) {
-    if (to->cols > 16) ROWS_CASES(AVX512VNNI_ROWS, to->rows, 2)
-    else ROWS_CASES(AVX512VNNI_ROWS, to->rows, 1)
+    const tile_out here = *to, *dest = &here; /* a copy the stores into out cannot alias */
+    if (here.cols > 16) ROWS_CASES(AVX512VNNI_ROWS, here.rows, 2)
+    else ROWS_CASES(AVX512VNNI_ROWS, here.rows, 1)
 }
 
 static const int_kernel kernels[] = {
@@ -505,15 +507,15 @@ static void integer_gemm(const int_kernel *K, int32_t *out, const void *a, int a
                 copy_a_rows(K, copy, a, a_u8, k, i0, mc, p0, kc, depth);
                 rows = copy, stride = depth * (int64_t)size;
             }
+            const void *row[MC + MR_MAX]; /* the block's rows, then zeros to fill its last tile */
+            for (int64_t r = 0; r < mc + mr; r++) row[r] = r < mc ? rows + r * stride : (const void *)zeros;
             for (int64_t c0 = 0; c0 < n; c0 += nr) {
                 const char *panel = block + (size_t)(c0 * depth) * size;
                 int cols = n - c0 < nr ? (int)(n - c0) : nr;
                 for (int64_t r0 = 0; r0 < mc; r0 += mr) {
                     int real = mc - r0 < mr ? (int)(mc - r0) : mr;
-                    const void *row[MR_MAX];
-                    for (int r = 0; r < mr; r++) row[r] = r < real ? rows + (r0 + r) * stride : (const void *)zeros;
                     tile_out to = {out + (i0 + r0) * n + c0, n, real, cols, p0 == 0, offset ? packed.columns + c0 : NULL};
-                    K->tile(row, flip, panel, groups, &to);
+                    K->tile(row + r0, flip, panel, groups, &to);
                 }
             }
         }
