@@ -52,10 +52,11 @@ MICA_QUANTIZE(double, f64, uint8_t, u8, 0, 255)
 MICA_QUANTIZE(float, f32, uint8_t, u8, 0, 255)
 #undef MICA_QUANTIZE
 
-/* The rows' passes, compiled for each instruction set (mica_cpu.h) and
- * chosen once: QuantizeRows and the rescaling run on every activation of an
- * int8 model. Every
- * set does the same IEEE operations on each element, so all give the same bits.
+/* QuantizeRows and the rescaling, compiled for each instruction set
+ * (mica_cpu.h) and chosen once: they run on every activation of an int8
+ * model, a few rows of a few dozen elements at a time, so each kernel takes
+ * all the rows in one call. Every set does the same IEEE operations on each
+ * element, so all give the same bits.
  *
  * The largest |x| of a row, or a NaN if the row holds one. Eight running
  * maxima, combined at the end, let the loop vectorize: a maximum is the same
@@ -65,43 +66,62 @@ MICA_QUANTIZE(float, f32, uint8_t, u8, 0, 255)
  * taking back 1.5 * 2^(mantissa bits): the sum keeps no bits below the unit
  * and the default rounding mode (which the runtime never changes) rounds it
  * to even. Exact for |v| < 2^22 in float32, which the row's maximum bounds
- * (below); no branches, so the loop vectorizes in the element's own type. */
-#define MICA_ROW_KERNELS(T, S, ISA, MAGIC)                                            \
-    static T row_largest_##S##_##ISA(const T *row, int64_t cols) {                    \
-        T lane[8] = {0}, probe[8] = {0};                                              \
-        int64_t c = 0;                                                                \
-        for (; c + 8 <= cols; c += 8)                                                 \
-            for (int l = 0; l < 8; l++) {                                             \
-                T a = row[c + l] < 0 ? -row[c + l] : row[c + l];                      \
-                lane[l] = a > lane[l] ? a : lane[l];                                  \
-                probe[l] += row[c + l] - row[c + l];                                  \
-            }                                                                         \
-        for (; c < cols; c++) {                                                       \
-            T a = row[c] < 0 ? -row[c] : row[c];                                      \
-            lane[0] = a > lane[0] ? a : lane[0];                                      \
-            probe[0] += row[c] - row[c];                                              \
-        }                                                                             \
-        T largest = 0, nan = 0;                                                       \
-        for (int l = 0; l < 8; l++) {                                                 \
-            largest = lane[l] > largest ? lane[l] : largest;                          \
-            nan += probe[l];                                                          \
-        }                                                                             \
-        if (nan == 0) return largest;                                                 \
-        for (c = 0; c < cols; c++) /* a NaN, or an infinity: say which */             \
-            if (row[c] != row[c]) return row[c];                                      \
-        return (T)__builtin_inf();                                                    \
-    }                                                                                 \
-    /* the roundings of the three ops, in their order: the conversion, a[i] * b[j], the product */ \
-    static void row_rescale_##S##_##ISA(T *out, const int32_t *p, T a, const T *b, int64_t n) {  \
-        for (int64_t j = 0; j < n; j++) out[j] = (T)p[j] * (a * b[j]);                \
-    }                                                                                 \
-    static void row_quantize_##S##_##ISA(int8_t *out, const T *row, int64_t cols, T scale) { \
-        for (int64_t c = 0; c < cols; c++) {                                          \
-            T v = (row[c] / scale + MAGIC) - MAGIC;                                   \
-            v = v < -127 ? -127 : v;                                                  \
-            v = v > 127 ? 127 : v;                                                    \
-            out[c] = (int8_t)(int32_t)v;                                              \
-        }                                                                             \
+ * (below); no branches, so the loop vectorizes in the element's own type.
+ * A row of zeros gets scale 0 and zeros: Dequantize gives it back exactly.
+ * The row's maximum bounds every |row[c] / scale| near 127, or near 254 when
+ * the scale is subnormal and lost bits, so the small rounding applies and a
+ * clamp to +-127 is the only saturation. The kernel stops at a row holding a
+ * NaN or an infinity and returns its index (-1: none), for the caller to trap.
+ *
+ * The rescaling makes the roundings of its three ops in their order: the
+ * conversion, a[i] * b[j], the product. */
+#define MICA_ROW_KERNELS(T, S, ISA, MAGIC)                                                          \
+    static T row_largest_##S##_##ISA(const T *row, int64_t cols) {                                  \
+        T lane[8] = {0}, probe[8] = {0};                                                            \
+        int64_t c = 0;                                                                              \
+        for (; c + 8 <= cols; c += 8)                                                               \
+            for (int l = 0; l < 8; l++) {                                                           \
+                T a = row[c + l] < 0 ? -row[c + l] : row[c + l];                                    \
+                lane[l] = a > lane[l] ? a : lane[l];                                                \
+                probe[l] += row[c + l] - row[c + l];                                                \
+            }                                                                                       \
+        for (; c < cols; c++) {                                                                     \
+            T a = row[c] < 0 ? -row[c] : row[c];                                                    \
+            lane[0] = a > lane[0] ? a : lane[0];                                                    \
+            probe[0] += row[c] - row[c];                                                            \
+        }                                                                                           \
+        T largest = 0, nan = 0;                                                                     \
+        for (int l = 0; l < 8; l++) {                                                               \
+            largest = lane[l] > largest ? lane[l] : largest;                                        \
+            nan += probe[l];                                                                        \
+        }                                                                                           \
+        if (nan == 0) return largest;                                                               \
+        for (c = 0; c < cols; c++) /* a NaN, or an infinity: say which */                           \
+            if (row[c] != row[c]) return row[c];                                                    \
+        return (T)__builtin_inf();                                                                  \
+    }                                                                                               \
+    static int64_t quantize_rows_##S##_##ISA(int8_t *q, T *scales, const T *x, int64_t rows, int64_t cols) { \
+        for (int64_t r = 0; r < rows; r++) {                                                        \
+            const T *row = x + r * cols;                                                            \
+            int8_t *out = q + r * cols;                                                             \
+            T largest = row_largest_##S##_##ISA(row, cols);                                         \
+            if (!(largest - largest == 0)) return r;                                                \
+            T scale = largest / 127;                                                                \
+            scales[r] = scale;                                                                      \
+            if (scale == 0) memset(out, 0, (size_t)cols);                                           \
+            else                                                                                    \
+                for (int64_t c = 0; c < cols; c++) {                                                \
+                    T v = (row[c] / scale + MAGIC) - MAGIC;                                         \
+                    v = v < -127 ? -127 : v;                                                        \
+                    v = v > 127 ? 127 : v;                                                          \
+                    out[c] = (int8_t)(int32_t)v;                                                    \
+                }                                                                                   \
+        }                                                                                           \
+        return -1;                                                                                  \
+    }                                                                                               \
+    static void rescale_##S##_##ISA(T *out, const int32_t *p, const T *a, const T *b, int64_t m, int64_t n) { \
+        for (int64_t i = 0; i < m; i++)                                                             \
+            for (int64_t j = 0; j < n; j++) out[i * n + j] = (T)p[i * n + j] * (a[i] * b[j]);       \
     }
 #define MICA_ROW_KERNELS_BOTH(ISA)                                                    \
     MICA_ROW_KERNELS(double, f64, ISA, 0x1.8p52)                                      \
@@ -131,36 +151,20 @@ static int rows_level(void) {
     return mica_chosen_once(&chosen, rows_pick);
 }
 
-/* A row of zeros gets scale 0 and zeros: Dequantize gives it back exactly.
- * The row's maximum bounds every |row[c] / scale| near 127, or near 254 when
- * the scale is subnormal and lost bits, so the small rounding applies and a
- * clamp to +-127 is the only saturation. */
 #define MICA_QUANTIZE_ROWS(T, S)                                                                                 \
     void mica_quantize_rows_i8_##S(int8_t *q, T *scales, const T *x, int64_t rows, int64_t cols, int line) {  \
-        static T (*const largest_by[])(const T *, int64_t) = BY_LEVEL(row_largest_##S);                      \
-        static void (*const quantize_by[])(int8_t *, const T *, int64_t, T) = BY_LEVEL(row_quantize_##S);    \
-        int level = rows_level();                                                                            \
-        for (int64_t r = 0; r < rows; r++) {                                                                 \
-            const T *row = x + r * cols;                                                                     \
-            T largest = largest_by[level](row, cols);                                                        \
-            if (largest != largest) mica_trap(line, "QuantizeRows of a NaN");                                \
-            if (__builtin_isinf(largest)) mica_trap(line, "QuantizeRows of an infinity");                    \
-            T scale = largest / 127;                                                                         \
-            scales[r] = scale;                                                                               \
-            if (scale == 0) memset(q + r * cols, 0, (size_t)cols);                                           \
-            else quantize_by[level](q + r * cols, row, cols, scale);                                         \
-        }                                                                                                    \
+        static int64_t (*const by_level[])(int8_t *, T *, const T *, int64_t, int64_t) = BY_LEVEL(quantize_rows_##S); \
+        int64_t bad = by_level[rows_level()](q, scales, x, rows, cols);                                      \
+        if (bad < 0) return;                                                                                 \
+        T largest = row_largest_##S##_base(x + bad * cols, cols);                                            \
+        if (largest != largest) mica_trap(line, "QuantizeRows of a NaN");                                    \
+        mica_trap(line, "QuantizeRows of an infinity");                                                      \
+    }                                                                                                        \
+    void mica_rescale_i32_##S(T *out, const int32_t *p, const T *a, const T *b, int64_t m, int64_t n) {        \
+        static void (*const by_level[])(T *, const int32_t *, const T *, const T *, int64_t, int64_t) =         \
+            BY_LEVEL(rescale_##S);                                                                           \
+        by_level[rows_level()](out, p, a, b, m, n);                                                          \
     }
 MICA_QUANTIZE_ROWS(double, f64)
 MICA_QUANTIZE_ROWS(float, f32)
 #undef MICA_QUANTIZE_ROWS
-
-#define MICA_RESCALE(T, S)                                                                                   \
-    void mica_rescale_i32_##S(T *out, const int32_t *p, const T *a, const T *b, int64_t m, int64_t n) {    \
-        static void (*const rescale_by[])(T *, const int32_t *, T, const T *, int64_t) = BY_LEVEL(row_rescale_##S); \
-        int level = rows_level();                                                                        \
-        for (int64_t i = 0; i < m; i++) rescale_by[level](out + i * n, p + i * n, a[i], b, n);          \
-    }
-MICA_RESCALE(double, f64)
-MICA_RESCALE(float, f32)
-#undef MICA_RESCALE
