@@ -22,6 +22,8 @@ Not a test. Usage: python bench/gemm.py [--shapes square|gpt|SHAPE...] [--thread
            [--isa sse2|avx2|avx512]   (caps Mica's instruction set, see mica_gemm.h)
            [--rounds 3]               (best of this many rounds, the sides alternating)
            [--fma]                    (also time the fused build)
+           [--cpu-clock]              (one thread on a shared machine: time both
+                                       sides by CPU time, not the wall clock)
 
 numpy's thread count is set the way its users set it, OPENBLAS_NUM_THREADS in
 the child's environment; OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are removed
@@ -104,10 +106,11 @@ NUMPY_CHILD = textwrap.dedent(
 )
 
 
-def build(out: Path, contract: str = "off") -> Path:
+def build(out: Path, contract: str = "off", cpu_clock: bool = False) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     exe = out / ("gemm_bench" if contract == "off" else "gemm_bench_fma")
     flags = [f if f != "-ffp-contract=off" else f"-ffp-contract={contract}" for f in FLAGS]
+    flags += ["-DBENCH_CPU_CLOCK"] if cpu_clock else []
     cmd = [sys.executable, "-m", "ziglang", "cc", "-target", "x86_64-linux-musl", *flags, *SOURCES, "-o", str(exe)]
     subprocess.run(cmd, cwd=ROOT, check=True)
     return exe
@@ -128,10 +131,11 @@ def run_mica(exe: Path, shapes: list[str], threads: int, isa: str | None) -> tup
     return header, rows
 
 
-def run_numpy(shapes: list[str], threads: int) -> tuple[str, dict]:
+def run_numpy(shapes: list[str], threads: int, cpu_clock: bool) -> tuple[str, dict]:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
     env.update(OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
-    out = subprocess.run([sys.executable, "-c", NUMPY_CHILD, ",".join(shapes)],
+    child = NUMPY_CHILD.replace("time.perf_counter", "time.process_time") if cpu_clock else NUMPY_CHILD
+    out = subprocess.run([sys.executable, "-c", child, ",".join(shapes)],
                          env=env, check=True, capture_output=True, text=True).stdout
     blas, rows = "", {}
     for line in out.splitlines():
@@ -158,7 +162,10 @@ def main() -> None:
     ap.add_argument("--isa", choices=["sse2", "avx2", "avx512"], default=None)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--fma", action="store_true")
+    ap.add_argument("--cpu-clock", action="store_true")
     args = ap.parse_args()
+    if args.cpu_clock and args.threads != [1]:
+        ap.error("--cpu-clock measures one thread: threads' CPU times add up")
     groups: dict[str, list[str]] = {}
     for s in args.shapes:
         if s == "square":
@@ -169,9 +176,9 @@ def main() -> None:
             groups.setdefault("given", []).append(s)
     shapes = [s for g in groups.values() for s in g]
 
-    exes = {"mica": build(ROOT / "build" / "bench")}
+    exes = {"mica": build(ROOT / "build" / "bench", cpu_clock=args.cpu_clock)}
     if args.fma:
-        exes["fma"] = build(ROOT / "build" / "bench", contract="fast")
+        exes["fma"] = build(ROOT / "build" / "bench", contract="fast", cpu_clock=args.cpu_clock)
     best, headers, blas = {side: {} for side in (*exes, "numpy")}, [], ""
     for _ in range(args.rounds):  # alternate the sides, keep each cell's best
         for t in args.threads:
@@ -181,7 +188,7 @@ def main() -> None:
                     headers.append(header)
                 for key, g in rows.items():
                     best[side][(*key, t)] = max(g, best[side].get((*key, t), 0.0))
-            blas, rows = run_numpy(shapes, t)
+            blas, rows = run_numpy(shapes, t, args.cpu_clock)
             for key, g in rows.items():
                 best["numpy"][(*key, t)] = max(g, best["numpy"].get((*key, t), 0.0))
 
