@@ -92,18 +92,26 @@ static void finish(const tile_out *to, const int32_t *tile, int nr) {
     }
 }
 
-// Calls BODY(rows, ...) with rows a constant, so that each shape of tile keeps
-// only the accumulators it needs and loops over nothing else.
-#define ROWS_CASES(BODY, rows, ...)        \
-    switch (rows) {                        \
-    case 1: BODY(1, __VA_ARGS__); break;   \
-    case 2: BODY(2, __VA_ARGS__); break;   \
-    case 3: BODY(3, __VA_ARGS__); break;   \
-    case 4: BODY(4, __VA_ARGS__); break;   \
-    case 5: BODY(5, __VA_ARGS__); break;   \
-    case 6: BODY(6, __VA_ARGS__); break;   \
-    case 7: BODY(7, __VA_ARGS__); break;   \
-    default: BODY(8, __VA_ARGS__); break;  \
+// Calls BODY(rows, ...) with rows a constant from 1 to the kernel's mr (6 or
+// 8), so that each shape of tile keeps only the accumulators it needs and
+// loops over nothing else.
+#define ROWS_UP_TO_5(BODY, ...)                                                               \
+    case 1: BODY(1, __VA_ARGS__); break;                                                      \
+    case 2: BODY(2, __VA_ARGS__); break;                                                      \
+    case 3: BODY(3, __VA_ARGS__); break;                                                      \
+    case 4: BODY(4, __VA_ARGS__); break;                                                      \
+    case 5: BODY(5, __VA_ARGS__); break;
+#define ROWS_CASES_6(BODY, rows, ...)                                                         \
+    switch (rows) {                                                                           \
+        ROWS_UP_TO_5(BODY, __VA_ARGS__)                                                       \
+    default: BODY(6, __VA_ARGS__); break;                                                     \
+    }
+#define ROWS_CASES_8(BODY, rows, ...)                                                         \
+    switch (rows) {                                                                           \
+        ROWS_UP_TO_5(BODY, __VA_ARGS__)                                                       \
+    case 6: BODY(6, __VA_ARGS__); break;                                                      \
+    case 7: BODY(7, __VA_ARGS__); break;                                                      \
+    default: BODY(8, __VA_ARGS__); break;                                                     \
     }
 
 // 4 x 8, int16 rows, one k per group
@@ -181,13 +189,13 @@ avxvnni_rows(const int ROWS, const int halves, const void *const *a, uint32_t fl
     }
 }
 
-#define AVXVNNI_ROWS(ROWS, halves) avxvnni_rows(ROWS < 6 ? ROWS : 6, halves, a, flip, bp, groups, dest)
+#define AVXVNNI_ROWS(ROWS, halves) avxvnni_rows(ROWS, halves, a, flip, bp, groups, dest)
 
 __attribute__((target("avx2,avxvnni"))) static void tile_avxvnni(const void *const *a, uint32_t flip, const void *bp,
                                                                 int64_t groups, const tile_out *to) {
     const tile_out here = *to, *dest = &here; /* a copy the stores into out cannot alias */
-    if (here.cols > 8) ROWS_CASES(AVXVNNI_ROWS, here.rows, 2)
-    else ROWS_CASES(AVXVNNI_ROWS, here.rows, 1)
+    if (here.cols > 8) ROWS_CASES_6(AVXVNNI_ROWS, here.rows, 2)
+    else ROWS_CASES_6(AVXVNNI_ROWS, here.rows, 1)
 }
 
 // One row's vector of 16 columns (from column c0) into out, as out_avx.
@@ -228,8 +236,8 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void tile_avx512vn
                                                                                    const void *bp, int64_t groups,
                                                                                    const tile_out *to) {
     const tile_out here = *to, *dest = &here; /* a copy the stores into out cannot alias */
-    if (here.cols > 16) ROWS_CASES(AVX512VNNI_ROWS, here.rows, 2)
-    else ROWS_CASES(AVX512VNNI_ROWS, here.rows, 1)
+    if (here.cols > 16) ROWS_CASES_8(AVX512VNNI_ROWS, here.rows, 2)
+    else ROWS_CASES_8(AVX512VNNI_ROWS, here.rows, 1)
 }
 
 static const int_kernel kernels[] = {
@@ -304,8 +312,8 @@ __attribute__((target("dotprod"), always_inline)) static inline void dotprod_row
 
 __attribute__((target("dotprod"))) static void tile_dotprod(const void *const *a, uint32_t flip, const void *bp,
                                                             int64_t groups, const tile_out *to) {
-    if (to->cols > 4) ROWS_CASES(DOTPROD_ROWS, to->rows, 2)
-    else ROWS_CASES(DOTPROD_ROWS, to->rows, 1)
+    if (to->cols > 4) ROWS_CASES_8(DOTPROD_ROWS, to->rows, 2)
+    else ROWS_CASES_8(DOTPROD_ROWS, to->rows, 1)
 }
 
 static const int_kernel kernels[] = {
