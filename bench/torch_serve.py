@@ -103,6 +103,9 @@ def main() -> None:
     parser.add_argument("port", type=int)
     parser.add_argument("--corpus", type=Path, default=ROOT / "examples" / "gpt" / "corpus.txt")
     args = parser.parse_args()
+    # a thread per connection, so each request's operators run on its own thread, as gpt --serve's kernels
+    # run on their task's when the kernels' pool is taken: PyTorch's pool under 64 threads only contends
+    torch.set_num_threads(1)
     server = Server(("127.0.0.1", args.port), handler(Sampler(args.checkpoint, args.corpus)))
     print(f"serving on 127.0.0.1 port {server.server_address[1]}", flush=True)
     server.serve_forever()

@@ -185,7 +185,8 @@ def test_keep_alive_answers_two_requests_on_one_connection(server):
 
 
 def test_http_1_0_and_connection_close_end_the_connection(server):
-    for raw in (b"GET /health HTTP/1.0\r\n\r\n", b"GET /health HTTP/1.1\r\nconnection: Close\r\n\r\n"):
+    for raw in (b"GET /health HTTP/1.0\r\n\r\n", b"GET /health HTTP/1.1\r\nconnection: Close\r\n\r\n",
+                b"GET /health HTTP/1.1\r\nHost: x\r\nCONNECTION:close\r\n\r\n"):
         status, headers, body, after = exchange(server.port, raw)
         assert (status, headers["connection"], body, after) == (200, "close", b"ok\n", b"")
 

@@ -42,7 +42,8 @@ class VarSymbol(Symbol):
     init: Optional[ast.Expr] = None
     is_loop_var: bool = False  # set while a for loop runs over it
     assigned: bool = False  # a value parameter written in its routine needs its own copy
-    changed_at: Optional[ast.Node] = None  # where an address parameter is first written (tasks share only unwritten streams)
+    changed_at: Optional[ast.Node] = None  # where an address parameter is first written: tasks share a stream
+    # lent to many of them only when no task's parameter is ever written
 
 
 @dataclass(eq=False, slots=True)

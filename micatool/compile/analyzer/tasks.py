@@ -205,6 +205,11 @@ class Tasks:
                 self.a.error(call, 7013, f"'{r.name}' holds '{gpu.name}' on the GPU; tasks run on the host, "
                                          f"and the device is the main program's")
                 return
+            gpu = next((v for v in sorted(r.global_uses, key=lambda v: v.name) if holds_device(v.type)), None)
+            if gpu is not None:
+                self.a.error(call, 7013, f"'{r.name}' reads the global '{gpu.name}', which lives on the GPU; "
+                                         f"tasks run on the host, and the device is the main program's")
+                return
 
     def check_shared_streams(self, block: Block) -> None:
         """A stream lent to many tasks is only listened on: each task's parameter is given
