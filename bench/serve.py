@@ -85,8 +85,10 @@ def wrk(port: int, path: str, seconds: int, connections: int) -> dict:
     unit = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 6e4}
 
     def percentile(p: str) -> float:
-        value, suffix = re.search(rf"^\s+{p}%\s+([\d.]+)(us|ms|s|m)$", out, re.M).groups()
-        return float(value) * unit[suffix]
+        found = re.search(rf"^\s*{p}(?:\.000)?%\s+([\d.]+)(us|ms|s|m)\s*$", out, re.M)
+        if found is None:
+            raise SystemExit(f"no {p}th percentile in wrk's output:\n{out}")
+        return float(found.group(1)) * unit[found.group(2)]
 
     errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
     non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
@@ -159,23 +161,22 @@ def main() -> None:
         "python+torch": lambda ck: [sys.executable, str(ROOT / "bench" / "torch_serve.py"), str(ck), "0",
                                     "--corpus", str(CORPUS)],
     }
-    rows = []
+    print(f"{cpu_model()}; {args.connections} connections for {args.seconds} s each, "
+          f"load from {'wrk' if load is wrk else 'a Python client'}")
+    print(f"{'server':<14}{'path':<16}{'requests/s':>12}{'p50 ms':>10}{'p99 ms':>10}{'errors':>8}{'peak RSS MiB':>14}",
+          flush=True)
     with tempfile.TemporaryDirectory() as work:
         ck = checkpoint(binary, args, Path(work))
         for path in PATHS:
             for name, command in servers.items():
                 server = Running(command(ck), Path(work) / f"{name}.err")
                 try:
-                    figures = load(server.port, path, args.seconds, args.connections)
-                    rows.append((name, path, figures, server.peak_rss_mib()))
+                    f = load(server.port, path, args.seconds, args.connections)
+                    rss = server.peak_rss_mib()
                 finally:
                     server.stop()
-    print(f"{cpu_model()}; {args.connections} connections for {args.seconds} s each, "
-          f"load from {'wrk' if load is wrk else 'a Python client'}")
-    print(f"{'server':<14}{'path':<16}{'requests/s':>12}{'p50 ms':>10}{'p99 ms':>10}{'errors':>8}{'peak RSS MiB':>14}")
-    for name, path, f, rss in rows:
-        print(f"{name:<14}{path:<16}{f['rps']:>12.1f}{f['p50']:>10.2f}{f['p99']:>10.2f}{f['errors']:>8}{rss:>14.1f}")
-
+                print(f"{name:<14}{path:<16}{f['rps']:>12.1f}{f['p50']:>10.2f}{f['p99']:>10.2f}{f['errors']:>8}"
+                      f"{rss:>14.1f}", flush=True)
 
 if __name__ == "__main__":
     main()
