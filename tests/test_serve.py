@@ -161,6 +161,22 @@ def test_a_sample_is_the_text_the_program_prints_for_its_seed(server, trained):
     assert (status, body) == (200, sample)
 
 
+def test_the_int8_model_serves_the_int8_sample_the_program_prints(binary, trained):
+    """--int8 --serve samples from the quantized model: its integer products run in the tasks."""
+    printed = subprocess.run([str(binary), "--load", str(trained[0]), "--until", "0", "--int8"],
+                             capture_output=True, timeout=600, cwd=EXAMPLES / "gpt")
+    assert printed.returncode == 0, printed.stderr
+    sample = re.search(rb"from float32's\n\n(.*\n)sampling tokens/s", printed.stdout, re.S).group(1)
+    running = Server([str(binary), "--load", str(trained[0]), "--int8", "--serve", "0", "--host", "127.0.0.1"],
+                     cwd=EXAMPLES / "gpt")
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(lambda _: get(running.port, f"/sample?n={SMALL['SampleLength']}"), range(4)))
+    finally:
+        running.stop()
+    assert [(status, body) for status, _, body in answers] == [(200, sample)] * 4
+
+
 def test_eight_clients_at_once_get_the_same_bytes_for_one_seed(server):
     with ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(lambda _: get(server.port, "/sample?n=200&seed=7"), range(8)))
