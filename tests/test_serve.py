@@ -3,8 +3,9 @@ configuration of tests/test_gpt.py trains a checkpoint, and the server loaded
 from it answers /health and /sample on 127.0.0.1 (and ::1): the same bytes
 for one seed from eight clients at once, the same text the program prints,
 keep-alive, and a 4xx or a closed connection for each malformed or hostile
-request, after which the server still answers. Then the same from its
-FROM scratch image under a real Docker daemon.
+request, after which the server still answers. The int8 model serves its own
+printed sample; the aarch64 build (under qemu) serves the same bytes; and the
+FROM scratch image serves them under a real Docker daemon.
 
 Every socket has a timeout and every loop a bound, so a broken server fails
 a test instead of hanging it.
@@ -317,6 +318,20 @@ def test_the_server_answers_on_the_ipv6_loopback(binary, trained, server, host):
         assert get(running.port, "/sample?n=200&seed=7", host) == get(server.port, "/sample?n=200&seed=7")
     finally:
         running.stop()
+
+
+@pytest.mark.qemu
+def test_the_aarch64_server_answers_the_same_bytes(work, trained, server, aarch64):
+    folder = work / "aarch64"
+    folder.mkdir(exist_ok=True)
+    binary = build_text(folder, small_source(), name="gpt.mica", tier="fast", target="aarch64-linux")
+    running = Server([aarch64, str(binary), "--load", str(trained[0]), "--serve", "0", "--host", "127.0.0.1"],
+                     cwd=EXAMPLES / "gpt")
+    try:
+        answer = get(running.port, "/sample?n=200&seed=7")
+    finally:
+        running.stop()
+    assert answer == get(server.port, "/sample?n=200&seed=7")
 
 
 @pytest.mark.docker
