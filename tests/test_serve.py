@@ -308,6 +308,13 @@ def test_a_keep_alive_connection_closes_after_a_hundred_requests(server):
     assert [a[1].get("connection") for a in answers] == [None] * 99 + ["close"]
 
 
+def test_a_timeout_out_of_range_is_a_usage_error(binary):
+    for timeout in ("0", "-1", "1e9"):
+        done = subprocess.run([str(binary), "--serve", "0", "--timeout", timeout], capture_output=True, text=True,
+                              timeout=WAIT, cwd=EXAMPLES / "gpt")
+        assert (done.returncode, done.stdout) == (2, "gpt: --timeout is seconds, more than 0 and at most a day\n")
+
+
 # ---------------------------------------------------------------- ::1, and the image
 
 
