@@ -13,6 +13,9 @@ dynamic quantization of the same weights, on the CPU, one thread.
    torch.ao.quantization.quantize_dynamic (every nn.Linear to int8); its float
    and int8 validation losses and sampling rates (the same sampler: T positions
    recomputed for each new character) are measured in interleaved repetitions.
+   int8 / float32 is given twice: the ratio of the best rates, and the median
+   of each repetition's own ratio (its two rates measured a moment apart, so
+   the machine's load changes it less on a shared machine).
 4. Checkpoint sizes: Mica's float32 weights alone (the training checkpoint less
    Adam's moments, written by safetensors as Mica writes it), Mica's int8 model
    file, and torch.save of each PyTorch model's state_dict.
@@ -26,6 +29,7 @@ import importlib.util
 import io
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -157,6 +161,9 @@ def main() -> None:
     print(f"{'sampling tok/s, fp32':22}{mica_float:>14.0f}{max(torch_float):>14.0f}")
     print(f"{'sampling tok/s, int8':22}{mica_int8:>14.0f}{max(torch_int8):>14.0f}")
     print(f"{'  int8 / float32':22}{mica_int8 / mica_float:>14.2f}{max(torch_int8) / max(torch_float):>14.2f}")
+    mica_median = statistics.median(r["int8 rate"] / r["float rate"] for r in mica)
+    torch_median = statistics.median(i / f for i, f in zip(torch_int8, torch_float))
+    print(f"{'  median of runs':22}{mica_median:>14.2f}{torch_median:>14.2f}")
     print(f"{'weights, float32 (B)':22}{float_size:>14}{state_size(model):>14}")
     print(f"{'weights, int8 (B)':22}{quantized.stat().st_size:>14}{state_size(qmodel):>14}")
     print(f"{'  float32 / int8':22}{float_size / quantized.stat().st_size:>14.2f}"

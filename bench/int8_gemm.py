@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ["bench/int8_gemm_bench.c", "runtime_c/mica_integer_gemm.c", "runtime_c/mica_cpu.c"]
+SOURCES = ["bench/int8_gemm_bench.c", "runtime_c/mica_integer_gemm.c", "runtime_c/mica_integer_pack.c",
+           "runtime_c/mica_cpu.c", "runtime_c/mica_threads.c"]
 KERNELS = ["sse2", "avx2", "avxvnni", "avx512vnni"]
 
 

@@ -388,6 +388,9 @@ MICA_QUANTIZE(float, f32, uint8_t, u8)
 void mica_quantize_check_scale(double scale, int line);
 void mica_quantize_rows_i8_f64(int8_t *q, double *scales, const double *x, int64_t rows, int64_t cols, int line);
 void mica_quantize_rows_i8_f32(int8_t *q, float *scales, const float *x, int64_t rows, int64_t cols, int line);
+/* Mul(float(p), Outer(a, b)) for an int32 matrix p (m, n), as the compiler fuses it */
+void mica_rescale_i32_f64(double *out, const int32_t *p, const double *a, const double *b, int64_t m, int64_t n);
+void mica_rescale_i32_f32(float *out, const int32_t *p, const float *a, const float *b, int64_t m, int64_t n);
 void mica_matmul_i32_i8_i8(int32_t *out, const int8_t *a, const int8_t *b, int64_t m, int64_t k, int64_t n);
 void mica_matmul_i32_u8_i8(int32_t *out, const uint8_t *a, const int8_t *b, int64_t m, int64_t k, int64_t n);
 /* mica_integer_gemm.c: the plain loops the kernels are tested against, and the kernel in use */

@@ -40,7 +40,6 @@
 #include "mica_cpu.h"
 #include "mica_threads.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,18 +108,14 @@ typedef struct {
     size_t cap[GEMM_SCRATCH_SLOTS];
 } gemm_scratch_set;
 
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-static _Thread_local gemm_scratch_set *scratch_mine;
-
 static void scratch_free(void *set) {
     gemm_scratch_set *s = set;
     for (int i = 0; i < GEMM_SCRATCH_SLOTS; i++) free(s->ptr[i]);
     free(s);
 }
 
-static void scratch_init(void) {
-    pthread_key_create(&scratch_key, scratch_free);
+static void *scratch_make(void) {
+    return calloc(1, sizeof(gemm_scratch_set));
 }
 
 static _Noreturn void scratch_oom(size_t bytes) {
@@ -136,13 +131,8 @@ static void *gemm_alloc(size_t bytes) {
 }
 
 static void *gemm_scratch(int slot, size_t bytes) {
-    gemm_scratch_set *s = scratch_mine;
-    if (!s) {
-        pthread_once(&scratch_once, scratch_init);
-        if (!(s = calloc(1, sizeof *s))) scratch_oom(sizeof *s);
-        pthread_setspecific(scratch_key, s);
-        scratch_mine = s;
-    }
+    gemm_scratch_set *s = mica_thread_local(MICA_LOCAL_GEMM, scratch_make, scratch_free);
+    if (!s) scratch_oom(sizeof *s);
     if (bytes > s->cap[slot]) {
         free(s->ptr[slot]);
         size_t want = (bytes + bytes / 4 + 63) & ~(size_t)63;

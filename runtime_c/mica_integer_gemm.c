@@ -8,12 +8,19 @@
  * kernels to split k into blocks, to sum 2 or 4 products in one instruction,
  * and to shift a's range (below), which the float GEMM's contract forbids.
  *
- * Structure (after BLIS, like mica_gemm.c but much smaller): b is packed a
- * KC x NC block at a time into panels nr columns wide, a a MC x KC block at a
- * time into panels mr rows tall, both in groups of `group` consecutive k so
- * that one 32-bit word of a panel feeds one multiply-add instruction; padding
- * is zero in b, so whatever a holds there adds nothing. A tile function
- * computes one mr x nr tile in registers; the driver adds it into out.
+ * Structure (after BLIS, like mica_gemm.c but smaller): b is packed, KC deep
+ * at a time, into panels nr columns wide in groups of `group` consecutive k,
+ * so that one 32-bit word of a panel feeds one multiply-add instruction;
+ * padding is zero in b, so whatever a holds there adds nothing. b is packed
+ * once and kept (mica_integer_pack.h): an int8 model's weights are packed
+ * when first multiplied by, not for every token. A tile function computes
+ * one mr x nr tile in registers from a's rows and adds it into out.
+ * The byte kernels read a's rows where they lie when k is a multiple of 4
+ * (their shift of a's range is one xor on each word they load); otherwise,
+ * and for the int16 kernels, a MC x KC block of a is first copied into rows
+ * padded to whole groups (and widened to int16). A tile of fewer rows than
+ * mr, or of columns that fit half the vectors, runs a kernel specialized to
+ * that shape: sampling multiplies a few rows at a time.
  *
  * Kernels, picked at run time (mica_cpu.h; MICA_ISA caps the level, and
  * MICA_INTEGER_GEMM_ISA=<kernel name> caps the choice among these):
@@ -31,17 +38,30 @@
  */
 #include "mica.h"
 #include "mica_cpu.h"
+#include "mica_integer_pack.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define KC 512 /* depth of a packed block: a multiple of every group */
-#define NC 512 /* columns of a packed block of b: a multiple of every nr */
-#define MC 96  /* rows of a packed block of a: a multiple of every mr */
-#define TILE_MAX (8 * 32)
+#define MC 96  /* rows of a copied block of a: a multiple of every mr */
+#define MR_MAX 8
+#define NR_MAX 32
 
-/* ap: a panel, groups x mr words; bp: b panel, groups x nr words; tile: mr x nr out */
-typedef void tile_fn(const void *ap, const void *bp, int64_t groups, int32_t *tile);
+/* Where a tile goes: its rows x cols (how many of mr x nr are real) at out,
+ * rows n apart; stored on the first KC block, less take[c] (the shift's
+ * share, below; NULL when a is not shifted), and added on the later ones. */
+typedef struct {
+    int32_t *out;
+    int64_t n;
+    int rows, cols, first;
+    const int32_t *take;
+} tile_out;
+
+/* a: the tile's mr rows, each at the block's first depth (a row past the
+ * product points at zeros); flip: xor-ed into each 32-bit word of a byte
+ * kernel's a; bp: b panel, groups x nr words. */
+typedef void tile_fn(const void *const *a, uint32_t flip, const void *bp, int64_t groups, const tile_out *to);
 
 typedef struct {
     const char *name;
@@ -53,37 +73,78 @@ typedef struct {
 
 /* ------------------------------------------------------------ tiles */
 
-// 4 x 8, int16 packs, one k per group
-__attribute__((unused)) static void tile_base(const void *ap, const void *bp, int64_t groups, int32_t *tile) {
-    const int16_t *a = ap, *b = bp;
-    int32_t acc[4][8] = {{0}};
-    for (int64_t g = 0; g < groups; g++)
-        for (int r = 0; r < 4; r++)
-            for (int c = 0; c < 8; c++) acc[r][c] += (int32_t)a[g * 4 + r] * b[g * 8 + c];
-    memcpy(tile, acc, sizeof acc);
-}
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-
 static int32_t word_at(const void *p) {
     int32_t w;
     memcpy(&w, p, 4);
     return w;
 }
 
-// 6 x 16: a word is two int16 of a (k, k+1); b holds 8 columns of such pairs per
-// vector. vpmaddwd sums each pair into int32 (no saturation: |sum| <= 2^15).
-__attribute__((target("avx2"))) static void tile_avx2(const void *ap, const void *bp, int64_t groups,
-                                                      int32_t *tile) {
-    const int16_t *a = ap, *b = bp;
+// A tile computed into memory (mr x nr, nr apart), into out as `to` says.
+static void finish(const tile_out *to, const int32_t *tile, int nr) {
+    for (int r = 0; r < to->rows; r++) {
+        int32_t *o = to->out + r * to->n;
+        const int32_t *t = tile + r * nr;
+        if (!to->first)
+            for (int c = 0; c < to->cols; c++) o[c] += t[c];
+        else if (to->take)
+            for (int c = 0; c < to->cols; c++) o[c] = t[c] - to->take[c];
+        else memcpy(o, t, (size_t)to->cols * sizeof(int32_t));
+    }
+}
+
+// Calls BODY(rows, ...) with rows a constant from 1 to the kernel's mr (6 or
+// 8), so that each shape of tile keeps only the accumulators it needs and
+// loops over nothing else.
+#define ROWS_UP_TO_5(BODY, ...)                                                               \
+    case 1: BODY(1, __VA_ARGS__); break;                                                      \
+    case 2: BODY(2, __VA_ARGS__); break;                                                      \
+    case 3: BODY(3, __VA_ARGS__); break;                                                      \
+    case 4: BODY(4, __VA_ARGS__); break;                                                      \
+    case 5: BODY(5, __VA_ARGS__); break;
+#define ROWS_CASES_6(BODY, rows, ...)                                                         \
+    switch (rows) {                                                                           \
+        ROWS_UP_TO_5(BODY, __VA_ARGS__)                                                       \
+    default: BODY(6, __VA_ARGS__); break;                                                     \
+    }
+#define ROWS_CASES_8(BODY, rows, ...)                                                         \
+    switch (rows) {                                                                           \
+        ROWS_UP_TO_5(BODY, __VA_ARGS__)                                                       \
+    case 6: BODY(6, __VA_ARGS__); break;                                                      \
+    case 7: BODY(7, __VA_ARGS__); break;                                                      \
+    default: BODY(8, __VA_ARGS__); break;                                                     \
+    }
+
+// 4 x 8, int16 rows, one k per group
+__attribute__((unused)) static void tile_base(const void *const *a, uint32_t flip, const void *bp, int64_t groups,
+                                              const tile_out *to) {
+    (void)flip;
+    const int16_t *b = bp;
+    int32_t acc[4][8] = {{0}};
+    for (int64_t g = 0; g < groups; g++)
+        for (int r = 0; r < 4; r++) {
+            int32_t x = ((const int16_t *)a[r])[g];
+            for (int c = 0; c < 8; c++) acc[r][c] += x * b[g * 8 + c];
+        }
+    finish(to, &acc[0][0], 8);
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+// 6 x 16: a word is two int16 of a row (k, k+1); b holds 8 columns of such
+// pairs per vector. vpmaddwd sums each pair into int32 (no saturation: |sum| <= 2^15).
+__attribute__((target("avx2"))) static void tile_avx2(const void *const *a, uint32_t flip, const void *bp,
+                                                      int64_t groups, const tile_out *to) {
+    (void)flip;
+    int32_t tile[6 * 16];
+    const int16_t *b = bp;
     __m256i acc[6][2];
     for (int r = 0; r < 6; r++) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
     for (int64_t g = 0; g < groups; g++) {
         __m256i b0 = _mm256_loadu_si256((const __m256i *)(b + g * 32));
         __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + g * 32 + 16));
         for (int r = 0; r < 6; r++) {
-            __m256i x = _mm256_set1_epi32(word_at(a + (g * 6 + r) * 2));
+            __m256i x = _mm256_set1_epi32(word_at((const int16_t *)a[r] + g * 2));
             acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(x, b0));
             acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(x, b1));
         }
@@ -92,48 +153,91 @@ __attribute__((target("avx2"))) static void tile_avx2(const void *ap, const void
         _mm256_storeu_si256((__m256i *)(tile + r * 16), acc[r][0]);
         _mm256_storeu_si256((__m256i *)(tile + r * 16 + 8), acc[r][1]);
     }
+    finish(to, tile, 16);
 }
 
-// 6 x 16: a word is four u8 of a; b holds 8 columns of four s8 per vector.
-__attribute__((target("avx2,avxvnni"))) static void tile_avxvnni(const void *ap, const void *bp, int64_t groups,
-                                                                int32_t *tile) {
-    const uint8_t *a = ap, *b = bp;
-    __m256i acc[6][2];
-    for (int r = 0; r < 6; r++) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+// One row's vector of 8 columns (from column c0) into out: the lanes past
+// cols are neither read nor written.
+__attribute__((target("avx2"), always_inline)) static inline void out_avx(const tile_out *to, int r, int c0,
+                                                                           __m256i v) {
+    __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(to->cols - c0), lanes);
+    int32_t *o = to->out + r * to->n + c0;
+    if (!to->first) v = _mm256_add_epi32(v, _mm256_maskload_epi32(o, mask));
+    else if (to->take) v = _mm256_sub_epi32(v, _mm256_maskload_epi32(to->take + c0, mask));
+    _mm256_maskstore_epi32(o, mask, v);
+}
+
+// ROWS x (8 or 16): a word is four u8 of a row; b holds 8 columns of four s8 per vector.
+__attribute__((target("avx2,avxvnni"), always_inline)) static inline void
+avxvnni_rows(const int ROWS, const int halves, const void *const *a, uint32_t flip, const uint8_t *b, int64_t groups,
+             const tile_out *to) {
+    __m256i acc[6][2], f = _mm256_set1_epi32((int32_t)flip);
+    for (int r = 0; r < ROWS; r++) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
     for (int64_t g = 0; g < groups; g++) {
         __m256i b0 = _mm256_loadu_si256((const __m256i *)(b + g * 64));
-        __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + g * 64 + 32));
-        for (int r = 0; r < 6; r++) {
-            __m256i x = _mm256_set1_epi32(word_at(a + (g * 6 + r) * 4));
+        __m256i b1 = halves > 1 ? _mm256_loadu_si256((const __m256i *)(b + g * 64 + 32)) : b0;
+        for (int r = 0; r < ROWS; r++) {
+            __m256i x = _mm256_xor_si256(_mm256_set1_epi32(word_at((const uint8_t *)a[r] + g * 4)), f);
             acc[r][0] = _mm256_dpbusd_avx_epi32(acc[r][0], x, b0);
-            acc[r][1] = _mm256_dpbusd_avx_epi32(acc[r][1], x, b1);
+            if (halves > 1) acc[r][1] = _mm256_dpbusd_avx_epi32(acc[r][1], x, b1);
         }
     }
-    for (int r = 0; r < 6; r++) {
-        _mm256_storeu_si256((__m256i *)(tile + r * 16), acc[r][0]);
-        _mm256_storeu_si256((__m256i *)(tile + r * 16 + 8), acc[r][1]);
+    for (int r = 0; r < ROWS; r++) {
+        out_avx(to, r, 0, acc[r][0]);
+        if (halves > 1) out_avx(to, r, 8, acc[r][1]);
     }
 }
 
-// 8 x 32: as avxvnni, 16 columns per vector
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void tile_avx512vnni(const void *ap, const void *bp,
-                                                                                   int64_t groups, int32_t *tile) {
-    const uint8_t *a = ap, *b = bp;
-    __m512i acc[8][2];
-    for (int r = 0; r < 8; r++) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+#define AVXVNNI_ROWS(ROWS, halves) avxvnni_rows(ROWS, halves, a, flip, bp, groups, dest)
+
+__attribute__((target("avx2,avxvnni"))) static void tile_avxvnni(const void *const *a, uint32_t flip, const void *bp,
+                                                                int64_t groups, const tile_out *to) {
+    const tile_out here = *to, *dest = &here; /* a copy the stores into out cannot alias */
+    if (here.cols > 8) ROWS_CASES_6(AVXVNNI_ROWS, here.rows, 2)
+    else ROWS_CASES_6(AVXVNNI_ROWS, here.rows, 1)
+}
+
+// One row's vector of 16 columns (from column c0) into out, as out_avx.
+__attribute__((target("avx512f"), always_inline)) static inline void out_avx512(const tile_out *to, int r, int c0,
+                                                                                __m512i v) {
+    int left = to->cols - c0;
+    __mmask16 mask = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+    int32_t *o = to->out + r * to->n + c0;
+    if (!to->first) v = _mm512_add_epi32(v, _mm512_maskz_loadu_epi32(mask, o));
+    else if (to->take) v = _mm512_sub_epi32(v, _mm512_maskz_loadu_epi32(mask, to->take + c0));
+    _mm512_mask_storeu_epi32(o, mask, v);
+}
+
+// ROWS x (16 or 32): as avxvnni, 16 columns per vector
+__attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline)) static inline void
+avx512vnni_rows(const int ROWS, const int halves, const void *const *a, uint32_t flip, const uint8_t *b,
+                int64_t groups, const tile_out *to) {
+    __m512i acc[8][2], f = _mm512_set1_epi32((int32_t)flip);
+    for (int r = 0; r < ROWS; r++) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
     for (int64_t g = 0; g < groups; g++) {
         __m512i b0 = _mm512_loadu_si512(b + g * 128);
-        __m512i b1 = _mm512_loadu_si512(b + g * 128 + 64);
-        for (int r = 0; r < 8; r++) {
-            __m512i x = _mm512_set1_epi32(word_at(a + (g * 8 + r) * 4));
+        __m512i b1 = halves > 1 ? _mm512_loadu_si512(b + g * 128 + 64) : b0;
+        for (int r = 0; r < ROWS; r++) {
+            __m512i x = _mm512_xor_si512(_mm512_set1_epi32(word_at((const uint8_t *)a[r] + g * 4)), f);
             acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], x, b0);
-            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], x, b1);
+            if (halves > 1) acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], x, b1);
         }
     }
-    for (int r = 0; r < 8; r++) {
-        _mm512_storeu_si512(tile + r * 32, acc[r][0]);
-        _mm512_storeu_si512(tile + r * 32 + 16, acc[r][1]);
+    for (int r = 0; r < ROWS; r++) {
+        out_avx512(to, r, 0, acc[r][0]);
+        if (halves > 1) out_avx512(to, r, 16, acc[r][1]);
     }
+}
+
+#define AVX512VNNI_ROWS(ROWS, halves) avx512vnni_rows(ROWS, halves, a, flip, bp, groups, dest)
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void tile_avx512vnni(const void *const *a, uint32_t flip,
+                                                                                   const void *bp, int64_t groups,
+                                                                                   const tile_out *to) {
+    const tile_out here = *to, *dest = &here; /* a copy the stores into out cannot alias */
+    if (here.cols > 16) ROWS_CASES_8(AVX512VNNI_ROWS, here.rows, 2)
+    else ROWS_CASES_8(AVX512VNNI_ROWS, here.rows, 1)
 }
 
 static const int_kernel kernels[] = {
@@ -156,46 +260,60 @@ static int kernel_allowed(int i, int level) {
 #elif defined(__aarch64__)
 #include <arm_neon.h>
 
-// 8 x 8: a group is one k; a holds 8 rows of int16, b 8 columns.
-static void tile_neon(const void *ap, const void *bp, int64_t groups, int32_t *tile) {
-    const int16_t *a = ap, *b = bp;
+// 8 x 8: a group is one k; a's rows hold int16, b 8 columns.
+static void tile_neon(const void *const *a, uint32_t flip, const void *bp, int64_t groups, const tile_out *to) {
+    (void)flip;
+    int32_t tile[8 * 8];
+    const int16_t *b = bp;
     int32x4_t acc[8][2];
     for (int r = 0; r < 8; r++) acc[r][0] = acc[r][1] = vdupq_n_s32(0);
     for (int64_t g = 0; g < groups; g++) {
         int16x8_t bv = vld1q_s16(b + g * 8);
         int16x4_t lo = vget_low_s16(bv);
         for (int r = 0; r < 8; r++) {
-            acc[r][0] = vmlal_n_s16(acc[r][0], lo, a[g * 8 + r]);
-            acc[r][1] = vmlal_high_n_s16(acc[r][1], bv, a[g * 8 + r]);
+            int16_t x = ((const int16_t *)a[r])[g];
+            acc[r][0] = vmlal_n_s16(acc[r][0], lo, x);
+            acc[r][1] = vmlal_high_n_s16(acc[r][1], bv, x);
         }
     }
     for (int r = 0; r < 8; r++) {
         vst1q_s32(tile + r * 8, acc[r][0]);
         vst1q_s32(tile + r * 8 + 4, acc[r][1]);
     }
+    finish(to, tile, 8);
 }
 
-// 8 x 8: a word is four s8 of a; b holds 4 columns of four s8 per vector. sdot's
-// lane must be a constant, hence the macro rather than a loop over rows.
-__attribute__((target("dotprod"))) static void tile_dotprod(const void *ap, const void *bp, int64_t groups,
-                                                            int32_t *tile) {
-    const int8_t *a = ap, *b = bp;
+// ROWS x (4 or 8): a row's word of four s8, in every lane, against b's 4
+// columns of four s8 per vector.
+__attribute__((target("dotprod"), always_inline)) static inline void dotprod_rows(const int ROWS, const int halves,
+                                                                                  const void *const *a, uint32_t flip,
+                                                                                  const int8_t *b, int64_t groups,
+                                                                                  const tile_out *to) {
+    int32_t tile[8 * 8];
     int32x4_t acc[8][2];
-    for (int r = 0; r < 8; r++) acc[r][0] = acc[r][1] = vdupq_n_s32(0);
+    for (int r = 0; r < ROWS; r++) acc[r][0] = acc[r][1] = vdupq_n_s32(0);
     for (int64_t g = 0; g < groups; g++) {
-        int8x16_t b0 = vld1q_s8(b + g * 32), b1 = vld1q_s8(b + g * 32 + 16);
-        int8x16_t a0 = vld1q_s8(a + g * 32), a1 = vld1q_s8(a + g * 32 + 16);
-#define DOT_ROW(r, av, lane)                                   \
-    acc[r][0] = vdotq_laneq_s32(acc[r][0], b0, av, lane);      \
-    acc[r][1] = vdotq_laneq_s32(acc[r][1], b1, av, lane);
-        DOT_ROW(0, a0, 0) DOT_ROW(1, a0, 1) DOT_ROW(2, a0, 2) DOT_ROW(3, a0, 3)
-        DOT_ROW(4, a1, 0) DOT_ROW(5, a1, 1) DOT_ROW(6, a1, 2) DOT_ROW(7, a1, 3)
-#undef DOT_ROW
+        int8x16_t b0 = vld1q_s8(b + g * 32), b1 = halves > 1 ? vld1q_s8(b + g * 32 + 16) : b0;
+        for (int r = 0; r < ROWS; r++) {
+            uint32_t word = (uint32_t)word_at((const uint8_t *)a[r] + g * 4) ^ flip;
+            int8x16_t x = vreinterpretq_s8_u32(vdupq_n_u32(word));
+            acc[r][0] = vdotq_s32(acc[r][0], b0, x);
+            if (halves > 1) acc[r][1] = vdotq_s32(acc[r][1], b1, x);
+        }
     }
-    for (int r = 0; r < 8; r++) {
+    for (int r = 0; r < ROWS; r++) {
         vst1q_s32(tile + r * 8, acc[r][0]);
-        vst1q_s32(tile + r * 8 + 4, acc[r][1]);
+        if (halves > 1) vst1q_s32(tile + r * 8 + 4, acc[r][1]);
     }
+    finish(to, tile, 8);
+}
+
+#define DOTPROD_ROWS(ROWS, halves) dotprod_rows(ROWS, halves, a, flip, bp, groups, to)
+
+__attribute__((target("dotprod"))) static void tile_dotprod(const void *const *a, uint32_t flip, const void *bp,
+                                                            int64_t groups, const tile_out *to) {
+    if (to->cols > 4) ROWS_CASES_8(DOTPROD_ROWS, to->rows, 2)
+    else ROWS_CASES_8(DOTPROD_ROWS, to->rows, 1)
 }
 
 static const int_kernel kernels[] = {
@@ -242,74 +360,24 @@ const char *mica_integer_gemm_isa(void) {
 
 /* ------------------------------------------------------------ packing and driver */
 
-// Packing. A pack is rewritten for every block, and for the small products of
-// an int8 model the packing, not the tile, is most of the time, so each row of
-// a (or depth of b) is walked once with no call per element. The kernel's shape
-// is read into locals first: a byte store may alias *K, which would reload it.
+// Packing. The kernel's shape is read into locals first: a byte store may
+// alias *K, which would reload it.
 
-// int16 packs (sse2, avx2, neon): a's rows i0 .. i0+mc, depths p0 .. p0+kc,
-// shifted by offset, into mr-row panels of groups; rows past mc and depths
-// past kc are 0 (b is 0 there).
-static void pack_a_wide(const int_kernel *K, int16_t *pack, const void *a, int a_u8, int offset, int64_t k,
-                        int64_t i0, int64_t mc, int64_t p0, int64_t kc) {
-    const int mr = K->mr, group = K->group;
-    int64_t groups = (kc + group - 1) / group, depth = groups * group;
-    for (int64_t r0 = 0; r0 < mc; r0 += mr)
-        for (int r = 0; r < mr; r++) {
-            int16_t *to = pack + r0 * depth + r * group;
-            int64_t have = r0 + r < mc ? kc : 0, src = (i0 + r0 + r) * k + p0;
-            const uint8_t *u = (const uint8_t *)a + src;
-            const int8_t *s = (const int8_t *)a + src;
-            for (int64_t g = 0, p = 0; g < groups; g++, to += mr * group)
-                for (int e = 0; e < group; e++, p++) to[e] = (int16_t)(p < have ? (a_u8 ? u[p] : s[p]) + offset : 0);
-        }
-}
-
-// b's depths p0 .. p0+kc, columns j0 .. j0+nc, into nr-column int16 panels of groups
-static void pack_b_wide(const int_kernel *K, int16_t *pack, const int8_t *b, int64_t n, int64_t p0, int64_t kc,
-                        int64_t j0, int64_t nc) {
+// b's depths p0 .. p0+kc, all n columns, into nr-column int16 panels of groups
+static void pack_b_wide(const int_kernel *K, int16_t *pack, const int8_t *b, int64_t n, int64_t p0, int64_t kc) {
     const int nr = K->nr, group = K->group;
     int64_t depth = (kc + group - 1) / group * group;
-    for (int64_t c0 = 0; c0 < nc; c0 += nr) {
-        int cols = nc - c0 < nr ? (int)(nc - c0) : nr;
+    for (int64_t c0 = 0; c0 < n; c0 += nr) {
+        int cols = n - c0 < nr ? (int)(n - c0) : nr;
         for (int64_t p = 0; p < depth; p++) {
             int16_t *to = pack + c0 * depth + (p / group) * nr * group + p % group;
-            const int8_t *from = b + (p0 + p) * n + j0 + c0;
+            const int8_t *from = b + (p0 + p) * n + c0;
             int c = 0;
             if (p < kc)
                 for (; c < cols; c++) to[c * group] = from[c];
             for (; c < nr; c++) to[c * group] = 0;
         }
     }
-}
-
-// Byte packs (avxvnni, avx512vnni, dotprod) hold four consecutive k per word,
-// and a shift by +-128 only flips each byte's top bit: a's full words are one
-// 32-bit move and an xor each.
-static void pack_a_bytes(const int_kernel *K, uint8_t *pack, const void *a, int offset, int64_t k, int64_t i0,
-                         int64_t mc, int64_t p0, int64_t kc) {
-    const int mr = K->mr;
-    const uint8_t flip = offset ? 0x80 : 0;
-    const uint32_t flips = flip * 0x01010101u;
-    int64_t groups = (kc + 3) / 4, whole = kc / 4;
-    for (int64_t r0 = 0; r0 < mc; r0 += mr)
-        for (int r = 0; r < mr; r++) {
-            uint8_t *to = pack + r0 * groups * 4 + r * 4;
-            if (r0 + r >= mc) {
-                for (int64_t g = 0; g < groups; g++, to += mr * 4) memset(to, 0, 4);
-                continue;
-            }
-            const uint8_t *row = (const uint8_t *)a + (i0 + r0 + r) * k + p0;
-            int64_t g = 0;
-            for (; g < whole; g++, to += mr * 4) {
-                uint32_t word;
-                memcpy(&word, row + g * 4, 4);
-                word ^= flips;
-                memcpy(to, &word, 4);
-            }
-            if (g < groups)
-                for (int e = 0; e < 4; e++) to[e] = g * 4 + e < kc ? row[g * 4 + e] ^ flip : 0;
-        }
 }
 
 // Four rows' bytes interleaved, 16 columns at a time: out[4c + e] = r[e][c].
@@ -353,18 +421,18 @@ static int interleave_16s(const int8_t *const r[4], int cols, uint8_t *out) {
 
 // b's four depths of a word side by side for each of a panel's nr columns; a
 // depth past kc reads a row of zeros. The column sums the shift of a's range
-// takes back (sums, when not NULL) are added up here, as each byte passes.
+// takes back are added up here, as each byte passes.
 static void pack_b_bytes(const int_kernel *K, uint8_t *pack, const int8_t *b, int64_t n, int64_t p0, int64_t kc,
-                         int64_t j0, int64_t nc, int32_t *sums) {
-    static const int8_t zeros[TILE_MAX] = {0};
+                         int32_t *sums) {
+    static const int8_t zeros[NR_MAX] = {0};
     const int nr = K->nr;
     int64_t groups = (kc + 3) / 4;
-    for (int64_t c0 = 0; c0 < nc; c0 += nr) {
-        int cols = nc - c0 < nr ? (int)(nc - c0) : nr;
+    for (int64_t c0 = 0; c0 < n; c0 += nr) {
+        int cols = n - c0 < nr ? (int)(n - c0) : nr;
         uint8_t *to = pack + c0 * groups * 4;
         for (int64_t g = 0; g < groups; g++, to += nr * 4) {
             const int8_t *r[4];
-            for (int e = 0; e < 4; e++) r[e] = g * 4 + e < kc ? b + (p0 + g * 4 + e) * n + j0 + c0 : zeros;
+            for (int e = 0; e < 4; e++) r[e] = g * 4 + e < kc ? b + (p0 + g * 4 + e) * n + c0 : zeros;
             int c = interleave_16s(r, cols, to);
             for (; c < cols; c++) {
                 uint32_t word = (uint32_t)(uint8_t)r[0][c] | (uint32_t)(uint8_t)r[1][c] << 8 |
@@ -372,76 +440,94 @@ static void pack_b_bytes(const int_kernel *K, uint8_t *pack, const int8_t *b, in
                 memcpy(to + c * 4, &word, 4);
             }
             memset(to + cols * 4, 0, (size_t)(nr - cols) * 4);
-            if (sums)
-                for (int c = 0; c < cols; c++) sums[j0 + c0 + c] += r[0][c] + r[1][c] + r[2][c] + r[3][c];
+            for (int c = 0; c < cols; c++) sums[c0 + c] += r[0][c] + r[1][c] + r[2][c] + r[3][c];
         }
     }
 }
 
-static void pack_a(const int_kernel *K, void *pack, const void *a, int a_u8, int offset, int64_t k, int64_t i0,
-                   int64_t mc, int64_t p0, int64_t kc) {
-    if (K->wide) pack_a_wide(K, pack, a, a_u8, offset, k, i0, mc, p0, kc);
-    else pack_a_bytes(K, pack, a, offset, k, i0, mc, p0, kc);
+// Elements a packed b holds per column: KC for each whole block, the last
+// block's depth rounded up to whole groups.
+static int64_t packed_depth(const int_kernel *K, int64_t k) {
+    return k / KC * KC + (k % KC + K->group - 1) / K->group * K->group;
 }
 
-// Only byte kernels shift a's range, so only they need b's column sums.
-static void pack_b(const int_kernel *K, void *pack, const int8_t *b, int64_t n, int64_t p0, int64_t kc, int64_t j0,
-                   int64_t nc, int32_t *sums) {
-    if (K->wide) pack_b_wide(K, pack, b, n, p0, kc, j0, nc);
-    else pack_b_bytes(K, pack, b, n, p0, kc, j0, nc, sums);
+static int64_t padded_width(const int_kernel *K, int64_t n) {
+    return (n + K->nr - 1) / K->nr * K->nr;
 }
 
-// out -= offset * (column sums of b): takes back the shift of a's range
-static void unshift(int32_t *out, const int32_t *sums, int offset, int64_t m, int64_t n) {
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++) out[i * n + j] -= offset * sums[j];
+// All of b, block after block (each KC deep but the last), for the kernel
+// `layout`, and what the shift of a's range adds to each column, offset * sum
+// (at most 2^30), for the one kind of a the kernel shifts: a tile takes it back.
+// The int16 kernels never shift a.
+static void pack_b_all(const void *layout, void *pack, int32_t *take, const int8_t *b, int64_t k, int64_t n) {
+    const int_kernel *K = layout;
+    int64_t width = padded_width(K, n);
+    for (int64_t p0 = 0; p0 < k; p0 += KC) {
+        int64_t kc = k - p0 < KC ? k - p0 : KC;
+        if (K->wide) pack_b_wide(K, (int16_t *)pack + p0 * width, b, n, p0, kc);
+        else pack_b_bytes(K, (uint8_t *)pack + p0 * width, b, n, p0, kc, take);
+    }
+    for (int64_t c = 0; c < n; c++) take[c] *= K->offset_i8 + K->offset_u8;
+}
+
+// a's rows i0 .. i0+mc, depths p0 .. p0+kc, as rows `depth` elements apart,
+// zero past kc: bytes, or int16 for the int16 kernels.
+static void copy_a_rows(const int_kernel *K, void *rows, const void *a, int a_u8, int64_t k, int64_t i0, int64_t mc,
+                        int64_t p0, int64_t kc, int64_t depth) {
+    for (int64_t r = 0; r < mc; r++) {
+        const uint8_t *u = (const uint8_t *)a + (i0 + r) * k + p0;
+        const int8_t *s = (const int8_t *)u;
+        if (K->wide) {
+            int16_t *to = (int16_t *)rows + r * depth;
+            for (int64_t p = 0; p < depth; p++) to[p] = (int16_t)(p < kc ? (a_u8 ? u[p] : s[p]) : 0);
+        } else {
+            uint8_t *to = (uint8_t *)rows + r * depth;
+            memcpy(to, u, (size_t)kc);
+            memset(to + kc, 0, (size_t)(depth - kc));
+        }
+    }
 }
 
 static void integer_gemm(const int_kernel *K, int32_t *out, const void *a, int a_u8, const int8_t *b, int64_t m,
                          int64_t k, int64_t n) {
+    static const int16_t zeros[KC] = {0}; /* the rows of a tile past m */
     if (m <= 0 || n <= 0) return;
     if (k <= 0) {
         memset(out, 0, (size_t)(m * n) * sizeof(int32_t));
         return;
     }
+    const int mr = K->mr, nr = K->nr, group = K->group;
     int offset = a_u8 ? K->offset_u8 : K->offset_i8;
+    uint32_t flip = offset ? 0x80808080u : 0;
     size_t size = K->wide ? 2 : 1;
-    // sized to the blocks this product has: small products stay cheap (mica_alloc zeroes)
-    int64_t depth = ((k < KC ? k : KC) + K->group - 1) / K->group * K->group;
-    int64_t rows = ((m < MC ? m : MC) + K->mr - 1) / K->mr * K->mr;
-    int64_t cols = ((n < NC ? n : NC) + K->nr - 1) / K->nr * K->nr;
-    void *ap = mica_alloc((size_t)(rows * depth) * size, 0), *bp = mica_alloc((size_t)(cols * depth) * size, 0);
-    int32_t *sums = offset ? mica_alloc_elements(n, sizeof(int32_t), 0) : NULL;
-    int32_t tile[TILE_MAX];
+    int64_t width = padded_width(K, n);
+    mica_packed_b packed = mica_integer_packed(K, (size_t)(width * packed_depth(K, k)) * size, pack_b_all, b, k, n);
+    int in_place = !K->wide && k % 4 == 0;
+    int64_t most = ((k < KC ? k : KC) + group - 1) / group * group; /* the deepest block */
+    void *copy = in_place ? NULL : mica_integer_scratch((size_t)((m < MC ? m : MC) * most) * size);
     for (int64_t p0 = 0; p0 < k; p0 += KC) {
-        int64_t kc = k - p0 < KC ? k - p0 : KC, groups = (kc + K->group - 1) / K->group;
-        int64_t words = groups * K->group; /* elements per panel row or column */
-        for (int64_t j0 = 0; j0 < n; j0 += NC) {
-            int64_t nc = n - j0 < NC ? n - j0 : NC;
-            pack_b(K, bp, b, n, p0, kc, j0, nc, sums);
-            for (int64_t i0 = 0; i0 < m; i0 += MC) {
-                int64_t mc = m - i0 < MC ? m - i0 : MC;
-                pack_a(K, ap, a, a_u8, offset, k, i0, mc, p0, kc);
-                for (int64_t r0 = 0; r0 < mc; r0 += K->mr)
-                    for (int64_t c0 = 0; c0 < nc; c0 += K->nr) {
-                        K->tile((const char *)ap + r0 * words * size, (const char *)bp + c0 * words * size, groups,
-                                tile);
-                        int64_t rows = mc - r0 < K->mr ? mc - r0 : K->mr, cols = nc - c0 < K->nr ? nc - c0 : K->nr;
-                        for (int64_t r = 0; r < rows; r++) {
-                            int32_t *o = out + (i0 + r0 + r) * n + j0 + c0;
-                            const int32_t *t = tile + r * K->nr;
-                            if (p0 == 0) memcpy(o, t, (size_t)cols * sizeof(int32_t));
-                            else
-                                for (int64_t c = 0; c < cols; c++) o[c] += t[c];
-                        }
-                    }
+        int64_t kc = k - p0 < KC ? k - p0 : KC, groups = (kc + group - 1) / group, depth = groups * group;
+        const char *block = (const char *)packed.pack + (size_t)(p0 * width) * size;
+        for (int64_t i0 = 0; i0 < m; i0 += MC) {
+            int64_t mc = m - i0 < MC ? m - i0 : MC, stride = k;
+            const char *rows = (const char *)a + i0 * k + p0;
+            if (!in_place) {
+                copy_a_rows(K, copy, a, a_u8, k, i0, mc, p0, kc, depth);
+                rows = copy, stride = depth * (int64_t)size;
+            }
+            const void *row[MC + MR_MAX]; /* the block's rows, then zeros to fill its last tile */
+            for (int64_t r = 0; r < mc + mr; r++) row[r] = r < mc ? rows + r * stride : (const void *)zeros;
+            for (int64_t c0 = 0; c0 < n; c0 += nr) {
+                const char *panel = block + (size_t)(c0 * depth) * size;
+                int cols = n - c0 < nr ? (int)(n - c0) : nr;
+                for (int64_t r0 = 0; r0 < mc; r0 += mr) {
+                    int real = mc - r0 < mr ? (int)(mc - r0) : mr;
+                    tile_out to = {out + (i0 + r0) * n + c0, n, real, cols, p0 == 0, offset ? packed.columns + c0 : NULL};
+                    K->tile(row + r0, flip, panel, groups, &to);
+                }
             }
         }
     }
-    mica_free(ap);
-    mica_free(bp);
-    if (offset) unshift(out, sums, offset, m, n);
-    mica_free(sums);
 }
 
 void mica_matmul_i32_i8_i8(int32_t *out, const int8_t *a, const int8_t *b, int64_t m, int64_t k, int64_t n) {

@@ -22,6 +22,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -183,4 +184,44 @@ void mica_parallel_for(int64_t tasks, void (*body)(void *ctx, int64_t begin, int
     in_pool_task = false;
     wait_done(nchunks);
     pthread_mutex_unlock(&pool.busy);
+}
+
+/* ------------------------------------------------------------ objects per thread */
+
+typedef struct {
+    void *object[MICA_LOCAL_SLOTS];
+    void (*destroy[MICA_LOCAL_SLOTS])(void *);
+} thread_locals;
+
+static pthread_key_t locals_key;
+static pthread_once_t locals_once = PTHREAD_ONCE_INIT;
+static _Thread_local thread_locals *locals_mine; /* the key's value, without a call to read it */
+
+static void locals_free(void *p) {
+    thread_locals *l = p;
+    for (int i = 0; i < MICA_LOCAL_SLOTS; i++)
+        if (l->object[i]) l->destroy[i](l->object[i]);
+    free(l);
+}
+
+static void locals_init(void) {
+    pthread_key_create(&locals_key, locals_free);
+}
+
+void *mica_thread_local(int slot, void *(*make)(void), void (*destroy)(void *)) {
+    thread_locals *l = locals_mine;
+    if (!l) {
+        pthread_once(&locals_once, locals_init);
+        if (!(l = calloc(1, sizeof *l))) {
+            fprintf(stderr, "mica: out of memory for a thread's buffers\n");
+            abort();
+        }
+        pthread_setspecific(locals_key, l);
+        locals_mine = l;
+    }
+    if (!l->object[slot]) {
+        l->object[slot] = make();
+        l->destroy[slot] = destroy;
+    }
+    return l->object[slot];
 }

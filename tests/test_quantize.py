@@ -19,6 +19,8 @@ import numpy as np
 import pytest
 from helpers import build_harness, build_text, run
 
+from micatool.compile import compile_program, load_source
+
 RANGES = {"int8": (-128, 127), "uint8": (0, 255)}
 NUMPY = {"float32": np.float32, "float64": np.float64, "int8": np.int8, "uint8": np.uint8}
 
@@ -75,6 +77,13 @@ def expected(dtype: str, qtype: str, x: np.ndarray, scale: float, zero: int, w: 
     return [list(q), list(back), list(wq.ravel()), list(scales)]
 
 
+def at_each_level(binary: Path) -> list[str]:
+    """The binary's output with QuantizeRows' and the rescaling's kernels capped at
+    each x86_64 instruction set (MICA_ISA): the same bits are required of all."""
+    return [subprocess.run([str(binary)], capture_output=True, text=True, timeout=120,
+                           env={"MICA_ISA": isa, "PATH": "/usr/bin:/bin"}).stdout for isa in ("sse2", "avx2", "avx512")]
+
+
 def printed(line: str, dtype: str) -> list:
     return [NUMPY[dtype](float(word)) for word in line.split()]
 
@@ -87,14 +96,15 @@ CASES = [("float32", "int8", 0.05, 0), ("float32", "uint8", 0.02, 128), ("float6
 def test_quantize_agrees_with_numpy(dtype, qtype, scale, zero, tmp_path, aarch64):
     t = NUMPY[dtype]
     x = inputs(dtype, 64, scale, seed=len(dtype) + zero)
-    w = (np.random.default_rng(5).standard_normal((4, 9)) * 3).astype(t)
+    w = (np.random.default_rng(5).standard_normal((4, 37)) * 3).astype(t)  # past every vector width
     w[1] = 0  # a row of zeros: scale 0, zeros
     w[2, 3] = -w[2].__abs__().max() * 2  # the row's largest magnitude is negative
     want = expected(dtype, qtype, x, scale, zero, w)
     text = program(dtype, qtype, x, scale, zero, w)
     outputs = [run(build_text(tmp_path, text, tier=tier)).stdout for tier in ("checked", "fast")]
     outputs.append(run(build_text(tmp_path, text, target="aarch64-linux"), target="aarch64-linux").stdout)
-    assert outputs[0] == outputs[1] == outputs[2]
+    outputs += at_each_level(build_text(tmp_path, text, tier="fast"))
+    assert len(set(outputs)) == 1
     lines = outputs[0].splitlines()
     assert [int(v) for v in lines[0].split()] == want[0]
     assert printed(lines[1], dtype) == [t(v) for v in want[1]]
@@ -164,7 +174,8 @@ end.
 
 # ------------------------------------------------------------ the integer GEMM's kernels
 
-HARNESS = ["tests/c/integer_gemm_check.c", "runtime_c/mica_integer_gemm.c", "runtime_c/mica_cpu.c"]
+HARNESS = ["tests/c/integer_gemm_check.c", "runtime_c/mica_integer_gemm.c", "runtime_c/mica_integer_pack.c",
+           "runtime_c/mica_cpu.c", "runtime_c/mica_threads.c"]
 HARNESS_LINE = re.compile(r"isa (\w+) cases (\d+) mismatches (\d+) hash ([0-9a-f]{16})")
 X86_KERNELS = ["sse2", "avx2", "avxvnni", "avx512vnni"]
 ARM_KERNELS = ["neon", "dotprod"]
@@ -174,8 +185,11 @@ ARM_KERNELS = ["neon", "dotprod"]
 def integer_harness(tmp_path_factory) -> dict[str, Path]:
     """tests/c/integer_gemm_check.c with the integer GEMM, for x86_64 and aarch64 at -O2."""
     out = tmp_path_factory.mktemp("integer_gemm")
-    return {arch: build_harness(out, "integer_gemm_check", HARNESS, arch, "-ffp-contract=off")
-            for arch in ("x86_64", "aarch64")}
+    built = {arch: build_harness(out, "integer_gemm_check", HARNESS, arch, "-ffp-contract=off")
+             for arch in ("x86_64", "aarch64")}
+    # a cache of 4 KB: most operands pass the cap and go through the spare pack
+    built["capped"] = build_harness(out, "integer_gemm_capped", HARNESS, "x86_64", "-DCACHE_BYTES=4096")
+    return built
 
 
 def harness_run(exe: Path, kernel: str, qemu: str | None = None) -> tuple[str, str]:
@@ -195,9 +209,57 @@ def test_every_x86_64_integer_kernel_equals_the_reference(integer_harness):
     assert "sse2" in ran and len({h for _, h in results.values()}) == 1, results
 
 
+def test_operands_past_the_pack_cache_cap_give_the_same_products(integer_harness):
+    """Over a 4 KB cap every larger b is packed afresh into the spare: the same bits as when kept."""
+    for kernel in ("sse2", "avx512vnni"):
+        assert harness_run(integer_harness["capped"], kernel) == harness_run(integer_harness["x86_64"], kernel)
+
+
 @pytest.mark.qemu
 def test_every_aarch64_integer_kernel_equals_the_reference(integer_harness, aarch64):
     results = {kernel: harness_run(integer_harness["aarch64"], kernel, aarch64) for kernel in ARM_KERNELS}
     x86 = harness_run(integer_harness["x86_64"], "sse2")[1]
     assert {isa for isa, _ in results.values()} <= set(ARM_KERNELS)
     assert {h for _, h in results.values()} == {x86}, results
+
+
+# ------------------------------------------------------------ the rescaling of an integer product
+
+def test_the_fused_rescaling_is_bit_for_bit_the_three_ops(tmp_path, aarch64):
+    """Mul(float32(p), Outer(r, c)) lowers to one pass (either order); written through
+    variables it is the three ops. Every digit agrees with numpy's float32, whose
+    conversion rounds past 2^24 and whose r * c rounds before the product."""
+    rng = np.random.default_rng(15)
+    p = rng.integers(-2**31, 2**31, (5, 19))
+    p[0, :4] = [2**24 + 1, -(2**24 + 3), 2**31 - 1, -2**31]
+    r = (rng.standard_normal(5) * 1e-3).astype(np.float32)
+    c = (rng.standard_normal(19) * 1e-4).astype(np.float32)
+    text = f"""program Rescale;
+var
+    p : matrix[5, 19] of int32;
+    r : vector[5] of float32;
+    c : vector[19] of float32;
+    o, f : matrix[5, 19] of float32;
+begin
+    p := {integer_literal(p)};
+    r := {literal(r)};
+    c := {literal(c)};
+    WriteLn(Mul(float32(p), Outer(r, c)));
+    WriteLn(Mul(Outer(r, c), float32(p)));
+    o := Outer(r, c);
+    f := float32(p);
+    WriteLn(Mul(f, o));
+end.
+"""
+    source = tmp_path / "rescale.mica"
+    source.write_text(text)
+    c_text = compile_program(load_source(str(source))).c
+    assert c_text.count("mica_rescale_i32_f32(") == 2 and c_text.count("mica_outer_f32(") == 1
+    outputs = [run(build_text(tmp_path, text, tier=tier)).stdout for tier in ("checked", "fast")]
+    outputs.append(run(build_text(tmp_path, text, target="aarch64-linux"), target="aarch64-linux").stdout)
+    outputs += at_each_level(build_text(tmp_path, text, tier="fast"))
+    assert len(set(outputs)) == 1
+    lines = outputs[0].splitlines()
+    assert lines[0] == lines[1] == lines[2]
+    want = p.astype(np.float32) * (r[:, None] * c[None, :])
+    assert printed(lines[0], "float32") == list(want.ravel())

@@ -5,7 +5,12 @@
  * compares every element and the guard words after out (stray writes), then prints
  *   isa <name> cases <count> mismatches <count> hash <hex>
  * Shapes: every m, n, k small enough to miss every tile size, a few that cross
- * the packing blocks, and k = 65536 at the extremes (the largest sums int32 holds).
+ * the packing blocks, and k = 65536 at the extremes (the largest sums int32 holds);
+ * every tile height 1 .. 8 against widths around the half and whole vectors and
+ * depths that are and are not whole words. b's packs are kept between calls
+ * (mica_integer_pack.h), so the same storage is multiplied again after each
+ * kind of change (one byte, another shape over it) and after enough other
+ * operands to evict it.
  */
 #include "../../runtime_c/mica.h"
 
@@ -56,15 +61,9 @@ static int byte_for(int fill, int lo, int hi) {
     }
 }
 
-static void check(int64_t m, int64_t k, int64_t n, int fill) {
-    int8_t *a8 = malloc((size_t)(m * k)), *b = malloc((size_t)(k * n));
-    uint8_t *u8 = malloc((size_t)(m * k));
+// out against the reference, for both kinds of a, for a and b as given
+static void compare(const int8_t *a8, const uint8_t *u8, const int8_t *b, int64_t m, int64_t k, int64_t n, int fill) {
     int32_t *out = malloc((size_t)(m * n + GUARD) * 4), *want = malloc((size_t)(m * n) * 4);
-    for (int64_t i = 0; i < m * k; i++) {
-        a8[i] = (int8_t)byte_for(fill, -128, 127);
-        u8[i] = (uint8_t)byte_for(fill, 0, 255);
-    }
-    for (int64_t i = 0; i < k * n; i++) b[i] = (int8_t)byte_for(fill == 0 ? 0 : fill == 3 ? 3 : 2, -128, 127);
     for (int side = 0; side < 2; side++) {
         for (int64_t i = 0; i < m * n + GUARD; i++) out[i] = 0x5A5A5A5A;
         if (side == 0) {
@@ -86,7 +85,59 @@ static void check(int64_t m, int64_t k, int64_t n, int fill) {
         mismatches += bad != 0;
         cases++;
     }
-    free(a8), free(u8), free(b), free(out), free(want);
+    free(out), free(want);
+}
+
+// a's two kinds (m x k) and b (k x n), filled as `fill` says; free with release
+typedef struct {
+    int8_t *a8, *b;
+    uint8_t *u8;
+} operands;
+
+static operands make(int64_t m, int64_t k, int64_t n, int fill) {
+    operands o = {malloc((size_t)(m * k)), malloc((size_t)(k * n)), malloc((size_t)(m * k))};
+    for (int64_t i = 0; i < m * k; i++) {
+        o.a8[i] = (int8_t)byte_for(fill, -128, 127);
+        o.u8[i] = (uint8_t)byte_for(fill, 0, 255);
+    }
+    for (int64_t i = 0; i < k * n; i++) o.b[i] = (int8_t)byte_for(fill == 0 ? 0 : fill == 3 ? 3 : 2, -128, 127);
+    return o;
+}
+
+static void release(operands o) {
+    free(o.a8), free(o.u8), free(o.b);
+}
+
+static void check(int64_t m, int64_t k, int64_t n, int fill) {
+    operands o = make(m, k, n, fill);
+    compare(o.a8, o.u8, o.b, m, k, n, fill);
+    release(o);
+}
+
+// The same b storage again: unchanged, after one byte changes (first, last),
+// read as another shape, and after more operands than the cache keeps.
+static void check_kept(int64_t m, int64_t k, int64_t n) {
+    operands o = make(m, k, n, 0);
+    compare(o.a8, o.u8, o.b, m, k, n, 0);
+    compare(o.a8, o.u8, o.b, m, k, n, 0);
+    o.b[0] = (int8_t)(o.b[0] ^ 0x55);
+    compare(o.a8, o.u8, o.b, m, k, n, 0);
+    o.b[k * n - 1] = (int8_t)(o.b[k * n - 1] + 1);
+    compare(o.a8, o.u8, o.b, m, k, n, 0);
+    compare(o.a8, o.u8, o.b, m, n, k, 0); /* b's bytes as n x k */
+    enum { OTHERS = 300 };                /* more than the cache's 256 ways */
+    static operands others[OTHERS];
+    for (int i = 0; i < OTHERS; i++) {
+        others[i] = make(2, 8, 5, 0);
+        compare(others[i].a8, others[i].u8, others[i].b, 2, 8, 5, 0);
+    }
+    compare(o.a8, o.u8, o.b, m, k, n, 0);
+    for (int i = 0; i < OTHERS; i++) {
+        others[i].b[i % 40] ^= 1;
+        compare(others[i].a8, others[i].u8, others[i].b, 2, 8, 5, 0);
+        release(others[i]);
+    }
+    release(o);
 }
 
 int main(void) {
@@ -96,6 +147,13 @@ int main(void) {
     static const int64_t big[][3] = {{257, 129, 513}, {97, 1025, 33}, {1, 1537, 1}, {200, 3, 1}, {5, 700, 530}};
     for (int i = 0; i < (int)(sizeof big / sizeof big[0]); i++) check(big[i][0], big[i][1], big[i][2], 0);
     for (int fill = 1; fill <= 3; fill++) check(3, 65536, 2, fill);
+    static const int64_t widths[] = {1, 4, 5, 8, 9, 15, 16, 17, 31, 32, 33, 64, 96};
+    static const int64_t depths[] = {4, 63, 64, 516};
+    for (int64_t m = 1; m <= 8; m++)
+        for (int w = 0; w < (int)(sizeof widths / sizeof widths[0]); w++)
+            for (int d = 0; d < (int)(sizeof depths / sizeof depths[0]); d++) check(m, depths[d], widths[w], 0);
+    check_kept(7, 64, 33);
+    check_kept(32, 516, 16);
     printf("isa %s cases %lld mismatches %lld hash %016llx\n", mica_integer_gemm_isa(), (long long)cases,
            (long long)mismatches, (unsigned long long)hash);
     return mismatches != 0;

@@ -7,7 +7,8 @@ from __future__ import annotations
 from .. import ast, residency
 from ..ctypes import SUFFIX
 from ..cvalue import CValue, dtype_of
-from ..types import ERROR, ErrorType, Scalar, Tensor, element_count, element_of, plain
+from ..symbols import RoutineSymbol, TypeSymbol
+from ..types import ERROR, INT32, ErrorType, Scalar, Tensor, element_count, element_of, plain
 from . import TapeRecord, define
 from .checking import arity, mixes_dynamic_with_tracked, one_argument, tensor_arg, touch, tracked_if, values
 from .lowering import args_of, device_operand, extents, fresh_tensor, node_result, plain_arg, product, recorded, records
@@ -86,10 +87,36 @@ def check_mul(a, call, expected):
     return tracked_if(lp if not rp.is_dynamic else rp, left, right)
 
 
+def rescale_operands(f, call: ast.Call) -> tuple[ast.Expr, ast.Call] | None:
+    """Mul(float32(p), Outer(r, c)), in either order, for a static int32 matrix p: the
+    rescaling of an exact integer product (examples/gpt's Rescaled), which lowers to one
+    pass. Returns p and the Outer call, or None."""
+    for conversion, outer in (call.args, call.args[::-1]):
+        if not (isinstance(conversion, ast.Call) and isinstance(conversion.target, TypeSymbol)
+                and isinstance(outer, ast.Call) and outer.callee.ident == "Outer"
+                and not isinstance(outer.target, RoutineSymbol)):
+            continue
+        p = plain(f.concrete(conversion.args[0].ty))
+        if isinstance(p, Tensor) and not p.is_dynamic and p.rank == 2 and p.element == INT32:
+            return conversion.args[0], outer
+    return None
+
+
 def plain_mul(f, call: ast.Call) -> CValue:
-    left, right = args_of(f, call)
     t = plain(f.concrete(call.ty))
     suffix = SUFFIX[t.element]
+    fused = None if t.is_dynamic else rescale_operands(f, call)
+    if fused:
+        product, outer = fused
+        p = plain_arg(f, product) if call.args[0] is not outer else None
+        r, c = args_of(f, outer)
+        if p is None:  # the operands in the source's order
+            p = plain_arg(f, product)
+        out = f.emit.declare_uninitialized(t)
+        f.emit.line(f"mica_rescale_i32_{suffix}({out}.e, {f.exprs.data(p)}, {f.exprs.data(r)}, {f.exprs.data(c)}, "
+                    f"{t.shape[0]}, {t.shape[1]});")
+        return CValue(out, t, lvalue=True)
+    left, right = args_of(f, call)
     if t.is_dynamic:
         a = f.exprs.borrow(f.exprs.convert(left, t, call.pos.line)).text
         b = f.exprs.borrow(f.exprs.convert(right, t, call.pos.line)).text
