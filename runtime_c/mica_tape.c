@@ -145,6 +145,12 @@ void *mica_node_grad(mica_node *n) {
     return n->grad;
 }
 
+void *mica_node_grad_fresh(mica_node *n, bool *fresh) {
+    *fresh = n->grad == NULL && !n->on_device;
+    if (*fresh) n->grad = mica_tape_alloc((size_t)n->count * mica_dtype_size(n->dtype));
+    return *fresh ? n->grad : mica_node_grad(n);
+}
+
 mica_node *mica_tape_read(mica_tag *tag, int dtype, const void *value, int rank, const int64_t *dims) {
     if (!mica_tape_current(tag)) {
         mica_node *n = mica_node_new(dtype, rank, dims, "leaf", NULL, NULL, NULL, NULL);

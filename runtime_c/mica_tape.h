@@ -60,6 +60,11 @@ size_t mica_dtype_size(int dtype);
 mica_node *mica_node_new(int dtype, int rank, const int64_t *dims, const char *op, mica_backward_fn backward,
                          mica_node *a, mica_node *b, mica_node *c);
 void *mica_node_grad(mica_node *n); /* the gradient buffer, zeroed on first use */
+/* The gradient buffer for a backward that contributes to every element of it.
+ * On the first contribution it comes back unzeroed with *fresh set, and the
+ * caller stores 0 + v where it would add v: the same bits as adding v to the
+ * zeroed buffer (0 + v turns -0 into +0 as that does), one pass fewer. */
+void *mica_node_grad_fresh(mica_node *n, bool *fresh);
 /* A node whose value the device tape stores (value and grad become device addresses). */
 mica_node *mica_node_new_on_device(int dtype, int rank, const int64_t *dims, const char *op, mica_backward_fn backward,
                                    mica_node *a, mica_node *b, mica_node *c);
