@@ -13,6 +13,14 @@ static void mica_for_rows(int64_t rows, int64_t cols, mica_task_fn body, void *j
         mica_parallel_for(rows, body, job);
 }
 
+/* The levels below the top of a pairwise tree over n elements (mica_ops.inc's
+ * columns_tree): one row of scratch each. */
+static int64_t mica_tree_levels(int64_t n) {
+    int64_t levels = 1;
+    for (; n > 8; n = n - n / 2) levels++;
+    return levels;
+}
+
 #define MICA_PER_FLOAT "mica_ops.inc"
 #include "mica_per_float.h"
 
