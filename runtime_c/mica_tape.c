@@ -9,6 +9,7 @@
  */
 #include "mica.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct chunk {
@@ -50,8 +51,13 @@ void mica_tape_end(void) {
     tape.open = false;
 }
 
+/* Not zeroed (the arena never promises zeros), so a chunk's pages become
+ * resident only as windows reach them: calloc writes every byte. */
 static chunk *new_chunk(size_t size) {
-    chunk *c = mica_alloc(HEADER + size, 0);
+    chunk *c = malloc(HEADER + size);
+    if (c == NULL) mica_trapf(0, "out of memory allocating %zu bytes for the tape", HEADER + size);
+    c->next = NULL;
+    c->used = 0;
     c->size = size;
     return c;
 }
