@@ -5,7 +5,11 @@
  * which also forgets the previous window's nodes and gradients. A tag whose
  * epoch is not the current one is stale: reading it enrolls a fresh leaf.
  * Backward walks the nodes in reverse creation order, so gradients accumulate
- * in one fixed order on every machine.
+ * in one fixed order on every machine. Once a node's backward has run its
+ * gradient is dead (every contribution to it came from later nodes), unless a
+ * place's Gradient answers with it: the buffer goes on a spare list and a
+ * later gradient of the same size takes it, so a window holds the gradients
+ * alive at one time, not all of them.
  */
 #include "mica.h"
 
@@ -21,6 +25,8 @@ typedef struct chunk {
 #define HEADER ((sizeof(chunk) + ALIGN - 1) / ALIGN * ALIGN)
 #define FIRST_CHUNK ((size_t)1 << 20)
 
+#define SPARE_SIZES 64
+
 static struct {
     uint64_t epoch;          /* the current window, or the last one */
     uint64_t backward_epoch; /* the window Backward last walked */
@@ -28,6 +34,11 @@ static struct {
     chunk *first, *current;
     mica_node **nodes;
     int64_t count, capacity;
+    struct {
+        size_t bytes;
+        void *head; /* buffers of this size, each holding the next one's address */
+    } spare[SPARE_SIZES];
+    int spare_sizes;
 } tape;
 
 size_t mica_dtype_size(int dtype) {
@@ -43,6 +54,7 @@ void mica_tape_begin(int line) {
     tape.epoch++;
     tape.open = true;
     tape.count = 0;
+    tape.spare_sizes = 0;
     for (chunk *c = tape.first; c != NULL; c = c->next) c->used = 0;
     tape.current = tape.first;
 }
@@ -137,23 +149,53 @@ void mica_tape_note_read(mica_tag *tag) {
     if (tag->read_epoch != tape.epoch) {
         tag->read = tag->node;
         tag->read_epoch = tape.epoch;
+        tag->node->answers = true;
     }
+}
+
+static size_t grad_bytes(const mica_node *n) {
+    return (size_t)n->count * mica_dtype_size(n->dtype);
+}
+
+// A spare buffer of exactly `bytes`, or fresh arena memory; not zeroed.
+static void *grad_buffer(size_t bytes) {
+    for (int i = 0; i < tape.spare_sizes; i++)
+        if (tape.spare[i].bytes == bytes && tape.spare[i].head != NULL) {
+            void *p = tape.spare[i].head;
+            memcpy(&tape.spare[i].head, p, sizeof(void *));
+            return p;
+        }
+    return mica_tape_alloc(bytes);
+}
+
+// A dead gradient for grad_buffer to hand out again (past SPARE_SIZES sizes, it stays unused).
+static void spare(void *p, size_t bytes) {
+    if (bytes < sizeof(void *)) return;
+    int i = 0;
+    while (i < tape.spare_sizes && tape.spare[i].bytes != bytes) i++;
+    if (i == SPARE_SIZES) return;
+    if (i == tape.spare_sizes) {
+        tape.spare[i].bytes = bytes;
+        tape.spare[i].head = NULL;
+        tape.spare_sizes++;
+    }
+    memcpy(p, &tape.spare[i].head, sizeof(void *));
+    tape.spare[i].head = p;
 }
 
 void *mica_node_grad(mica_node *n) {
     if (n->grad == NULL && n->on_device) {
         n->grad = mica_tape_device_zeros((int64_t)n->count * (int64_t)mica_dtype_size(n->dtype), n->line);
     } else if (n->grad == NULL) {
-        size_t bytes = (size_t)n->count * mica_dtype_size(n->dtype);
-        n->grad = mica_tape_alloc(bytes);
-        memset(n->grad, 0, bytes);
+        n->grad = grad_buffer(grad_bytes(n));
+        memset(n->grad, 0, grad_bytes(n));
     }
     return n->grad;
 }
 
 void *mica_node_grad_fresh(mica_node *n, bool *fresh) {
     *fresh = n->grad == NULL && !n->on_device;
-    if (*fresh) n->grad = mica_tape_alloc((size_t)n->count * mica_dtype_size(n->dtype));
+    if (*fresh) n->grad = grad_buffer(grad_bytes(n));
     return *fresh ? n->grad : mica_node_grad(n);
 }
 
@@ -216,7 +258,13 @@ mica_node *mica_tape_loss(mica_tag *loss, const char *name, int line) {
 void mica_tape_walk(mica_node *root) {
     for (int64_t i = position(root); i >= 0; i--) {
         mica_node *n = tape.nodes[i];
-        if (n->grad != NULL && n->backward != NULL) n->backward(n);
+        if (n->grad != NULL && n->backward != NULL) {
+            n->backward(n);
+            if (!n->answers && !n->on_device) {
+                spare(n->grad, grad_bytes(n));
+                n->grad = NULL;
+            }
+        }
     }
 }
 

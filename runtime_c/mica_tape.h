@@ -35,6 +35,7 @@ struct mica_node {
     mica_node *in[3];
     bool needs_grad;
     bool on_device;    /* value and grad are device addresses (mica_gpu_tape.c) */
+    bool answers;      /* a place's first read this window: Gradient(place) reads grad */
     int line;          /* where a device node's kernels report their faults */
     double param;      /* a scalar the backward needs (a scale, an epsilon) */
     int64_t extent[4]; /* extents the backward needs */
