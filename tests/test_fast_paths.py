@@ -38,6 +38,17 @@ var
     b1p, b1m, b1v : vector[Hidden] of float32;
     w2p, w2m, w2v : matrix[Hidden, V] of float32;
     i, j, step : integer;
+
+procedure Matrix(address w : matrix[R, K] of float32; d : matrix[R, K] of float32; address m, v : matrix[R, K] of float32);
+begin
+    AdamStep(address w, d, address m, address v, step, 0.01, 0.9, 0.999, 1e-8);
+end;
+
+procedure Vector(address w : vector[K] of float32; d : vector[K] of float32; address m, v : vector[K] of float32);
+begin
+    AdamStep(address w, d, address m, address v, step, 0.01, 0.9, 0.999, 1e-8);
+end;
+
 begin
     Seed(7);
     Normal(address x, 0.0, 1.0);
@@ -58,13 +69,13 @@ begin
         end;
         Backward(loss);
         WriteLn(step, ' ', loss);
-        AdamStep(address wqp, Gradient(wq), address wqm, address wqv, step, 0.01, 0.9, 0.999, 1e-8);
-        AdamStep(address wkp, Gradient(wk), address wkm, address wkv, step, 0.01, 0.9, 0.999, 1e-8);
-        AdamStep(address gp, Gradient(g), address gm, address gv, step, 0.01, 0.9, 0.999, 1e-8);
-        AdamStep(address bp, Gradient(b), address bm, address bv, step, 0.01, 0.9, 0.999, 1e-8);
-        AdamStep(address w1p, Gradient(w1), address w1m, address w1v, step, 0.01, 0.9, 0.999, 1e-8);
-        AdamStep(address b1p, Gradient(b1), address b1m, address b1v, step, 0.01, 0.9, 0.999, 1e-8);
-        AdamStep(address w2p, Gradient(w2), address w2m, address w2v, step, 0.01, 0.9, 0.999, 1e-8);
+        Matrix(address wqp, Gradient(wq), address wqm, address wqv);
+        Matrix(address wkp, Gradient(wk), address wkm, address wkv);
+        Matrix(address w1p, Gradient(w1), address w1m, address w1v);
+        Matrix(address w2p, Gradient(w2), address w2m, address w2v);
+        Vector(address gp, Gradient(g), address gm, address gv);
+        Vector(address bp, Gradient(b), address bm, address bv);
+        Vector(address b1p, Gradient(b1), address b1m, address b1v);
         wq := wqp; wk := wkp; g := gp; b := bp; w1 := w1p; b1 := b1p; w2 := w2p;
     end;
     Save(ParamStr(1), wqp, wkp, gp, bp, w1p, b1p, w2p, wqm, wkv);
