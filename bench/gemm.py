@@ -1,23 +1,40 @@
 """bench/gemm.py: Mica's GEMM against numpy (OpenBLAS), in GFLOP/s.
 
 Builds bench/gemm_bench.c with zig for x86_64 (static musl, the runtime's
-flags), runs it at 1 and 2 threads, times numpy's `a @ b` the same way in a
-child process, and prints one table:
+flags), runs it at each thread count, times numpy's `a @ b` on the same shapes
+in a child process per thread count, and prints one table:
 
-    size  dtype  threads  mica GFLOP/s  numpy GFLOP/s  ratio
+    shape  dtype  threads  mica GFLOP/s  numpy GFLOP/s  ratio
 
-Not a test. Usage: python bench/gemm.py [--sizes 128 256 512 1024] [--threads 1 2]
+A shape is N (square) or MxNxK, optionally with :tn, :nt or :tt (A or B
+transposed, as the backward passes multiply). `--shapes gpt` takes the
+products of examples/gpt/gpt.mica's training step at three sizes: the example
+(B16 T32 C64 H4), nanoGPT's baby size (B12 T64 C128 H4) and about 10M
+parameters (B8 T256 C384 H6): the per-head projection [B*T, C] x [C, HS], the
+attention scores [T, HS] x [HS, T], the MLP, and their gradient forms.
+
+`--fma` adds a column for the rule docs/determinism.md rejects: the same
+kernels built with -ffp-contract=fast, so each multiply and add of a sum is
+fused into one vfmadd (AVX2 and AVX-512 only; the SSE2 kernel has no fma).
+Its bits differ from Mica's; it is here to measure what the rule costs.
+
+Not a test. Usage: python bench/gemm.py [--shapes square|gpt|SHAPE...] [--threads 1 2]
            [--isa sse2|avx2|avx512]   (caps Mica's instruction set, see mica_gemm.h)
-           [--rounds 2]               (best of this many rounds, both sides, against noise)
+           [--rounds 3]               (best of this many rounds, the sides alternating)
+           [--fma]                    (also time the fused build)
+           [--cpu-clock]              (one thread on a shared machine: time both
+                                       sides by CPU time, not the wall clock)
 
-numpy runs with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed from its
-environment (this machine may set them for old OpenBLAS builds; they slow a
-current one), and with threadpoolctl limiting its threads when installed.
+numpy's thread count is set the way its users set it, OPENBLAS_NUM_THREADS in
+the child's environment; OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are removed
+from it (this machine may set them for old OpenBLAS builds; they slow a
+current one).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -28,18 +45,35 @@ ROOT = Path(__file__).resolve().parent.parent
 FLAGS = ["-static", "-O2", "-ffp-contract=off", "-fno-sanitize=undefined"]
 SOURCES = ["bench/gemm_bench.c", "runtime_c/mica_gemm.c", "runtime_c/mica_cpu.c", "runtime_c/mica_threads.c"]
 
+SQUARE = ["64", "128", "256", "512", "1024", "2048"]
+
+
+def gpt_shapes(b: int, t: int, c: int, h: int) -> list[str]:
+    """The distinct products of one training step, forward then backward (MxNxK)."""
+    rows, hs, mlp = b * t, c // h, 4 * c
+    return [
+        f"{rows}x{hs}x{c}",         # q, k, v of one head: [B*T, C] x [C, HS]
+        f"{c}x{hs}x{rows}:tn",      # their weights' gradient: x^T dq
+        f"{rows}x{c}x{hs}:nt",      # their input's gradient: dq W^T
+        f"{t}x{t}x{hs}:nt",         # the scores: q k^T
+        f"{t}x{hs}x{t}",            # the scores times v
+        f"{rows}x{mlp}x{c}",        # the MLP's first product
+        f"{rows}x{c}x{mlp}",        # its second
+        f"{mlp}x{c}x{rows}:tn",     # the second's weight gradient
+    ]
+
+
+GPT = {
+    "example": gpt_shapes(16, 32, 64, 4),
+    "baby": gpt_shapes(12, 64, 128, 4),
+    "10M": gpt_shapes(8, 256, 384, 6),
+}
+
 NUMPY_CHILD = textwrap.dedent(
     """
     import sys, time, json
     import numpy as np
-    sizes = [int(s) for s in sys.argv[1].split(",")]
-    threads = [int(t) for t in sys.argv[2].split(",")]
-    try:
-        from threadpoolctl import threadpool_info, threadpool_limits
-    except ImportError:
-        threadpool_info = threadpool_limits = None
-    info = threadpool_info() if threadpool_info else []
-    print(json.dumps({"info": [{k: i.get(k) for k in ("internal_api", "version", "architecture", "num_threads")} for i in info]}))
+    shapes = sys.argv[1].split(",")
 
     def best(a, b):
         a @ b
@@ -56,90 +90,124 @@ NUMPY_CHILD = textwrap.dedent(
         return out
 
     rng = np.random.default_rng(0)
-    for t in threads:
-        limit = threadpool_limits(limits=t) if threadpool_limits else None
-        for n in sizes:
-            for dtype in ("float32", "float64"):
-                a = rng.standard_normal((n, n)).astype(dtype)
-                b = rng.standard_normal((n, n)).astype(dtype)
-                g = 2.0 * n**3 / best(a, b) * 1e-9
-                print(json.dumps({"threads": t, "size": n, "dtype": dtype, "gflops": g}), flush=True)
-        if limit:
-            limit.restore_original_limits()
+    cfg = np.__config__.CONFIG["Build Dependencies"]["blas"]
+    print(json.dumps({"blas": f"{cfg['name']} {cfg['version']}"}))
+    for shape in shapes:
+        dims, _, trans = shape.partition(":")
+        m, n, k = (int(x) for x in dims.split("x")) if "x" in dims else [int(dims)] * 3
+        for dtype in ("float32", "float64"):
+            a = rng.standard_normal((k, m) if trans[:1] == "t" else (m, k)).astype(dtype)
+            b = rng.standard_normal((n, k) if trans[1:] == "t" else (k, n)).astype(dtype)
+            a = a.T if trans[:1] == "t" else a   # a view: numpy hands BLAS the transpose flag
+            b = b.T if trans[1:] == "t" else b
+            g = 2.0 * m * n * k / best(a, b) * 1e-9
+            print(json.dumps({"shape": shape, "dtype": dtype, "gflops": g}), flush=True)
     """
 )
 
 
-def build(out: Path) -> Path:
+def build(out: Path, contract: str = "off", cpu_clock: bool = False) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    exe = out / "gemm_bench"
-    cmd = [sys.executable, "-m", "ziglang", "cc", "-target", "x86_64-linux-musl", *FLAGS, *SOURCES, "-o", str(exe)]
+    exe = out / ("gemm_bench" if contract == "off" else "gemm_bench_fma")
+    flags = [f if f != "-ffp-contract=off" else f"-ffp-contract={contract}" for f in FLAGS]
+    flags += ["-DBENCH_CPU_CLOCK"] if cpu_clock else []
+    cmd = [sys.executable, "-m", "ziglang", "cc", "-target", "x86_64-linux-musl", *flags, *SOURCES, "-o", str(exe)]
     subprocess.run(cmd, cwd=ROOT, check=True)
     return exe
 
 
-def run_mica(exe: Path, sizes: list[int], threads: int, isa: str | None) -> tuple[str, dict]:
+def run_mica(exe: Path, shapes: list[str], threads: int, isa: str | None) -> tuple[str, dict]:
     env = dict(os.environ, MICA_THREADS=str(threads))
     if isa:
         env["MICA_GEMM_ISA"] = isa
-    out = subprocess.run([str(exe), *map(str, sizes)], env=env, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run([str(exe), *shapes], env=env, check=True, capture_output=True, text=True).stdout
     header, rows = "", {}
     for line in out.splitlines():
         if line.startswith("#"):
             header = line[1:].strip()
             continue
-        dtype, n, g = line.split()
-        rows[("float32" if dtype == "f32" else "float64", int(n))] = float(g)
+        dtype, shape, g = line.split()
+        rows[("float32" if dtype == "f32" else "float64", shape)] = float(g)
     return header, rows
 
 
-def run_numpy(sizes: list[int], threads: list[int]) -> tuple[list, dict]:
-    import json
-
+def run_numpy(shapes: list[str], threads: int, cpu_clock: bool) -> tuple[str, dict]:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
-    out = subprocess.run(
-        [sys.executable, "-c", NUMPY_CHILD, ",".join(map(str, sizes)), ",".join(map(str, threads))],
-        env=env, check=True, capture_output=True, text=True,
-    ).stdout
-    info, rows = [], {}
+    env.update(OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+    child = NUMPY_CHILD.replace("time.perf_counter", "time.process_time") if cpu_clock else NUMPY_CHILD
+    out = subprocess.run([sys.executable, "-c", child, ",".join(shapes)],
+                         env=env, check=True, capture_output=True, text=True).stdout
+    blas, rows = "", {}
     for line in out.splitlines():
         d = json.loads(line)
-        if "info" in d:
-            info = d["info"]
+        if "blas" in d:
+            blas = d["blas"]
         else:
-            rows[(d["dtype"], d["size"], d["threads"])] = d["gflops"]
-    return info, rows
+            rows[(d["dtype"], d["shape"])] = d["gflops"]
+    return blas, rows
+
+
+def cpu() -> str:
+    fields = dict(line.split(":", 1) for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines()
+                  if ":" in line)
+    flags = fields.get("Flags", "").split()
+    wanted = [f for f in ("fma", "avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_tile", "asimd") if f in flags]
+    return f"{fields.get('Model name', '?').strip()}, {os.cpu_count()} cores; flags: {' '.join(wanted)}"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", type=int, nargs="+", default=[128, 256, 512, 1024])
+    ap.add_argument("--shapes", nargs="+", default=["square"])
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--isa", choices=["sse2", "avx2", "avx512"], default=None)
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--fma", action="store_true")
+    ap.add_argument("--cpu-clock", action="store_true")
     args = ap.parse_args()
+    if args.cpu_clock and args.threads != [1]:
+        ap.error("--cpu-clock measures one thread: threads' CPU times add up")
+    groups: dict[str, list[str]] = {}
+    for s in args.shapes:
+        if s == "square":
+            groups["square"] = SQUARE
+        elif s == "gpt":
+            groups.update(GPT)
+        else:
+            groups.setdefault("given", []).append(s)
+    shapes = [s for g in groups.values() for s in g]
 
-    exe = build(ROOT / "build" / "bench")
-    mica, numpy_rows, headers = {}, {}, []
-    for _ in range(args.rounds):  # alternate the two sides, keep each cell's best
+    exes = {"mica": build(ROOT / "build" / "bench", cpu_clock=args.cpu_clock)}
+    if args.fma:
+        exes["fma"] = build(ROOT / "build" / "bench", contract="fast", cpu_clock=args.cpu_clock)
+    best, headers, blas = {side: {} for side in (*exes, "numpy")}, [], ""
+    for _ in range(args.rounds):  # alternate the sides, keep each cell's best
         for t in args.threads:
-            header, rows = run_mica(exe, args.sizes, t, args.isa)
-            if header not in headers:
-                headers.append(header)
-            for (dtype, n), g in rows.items():
-                mica[(dtype, n, t)] = max(g, mica.get((dtype, n, t), 0.0))
-        info, rows = run_numpy(args.sizes, args.threads)
-        for key, g in rows.items():
-            numpy_rows[key] = max(g, numpy_rows.get(key, 0.0))
+            for side, exe in exes.items():
+                header, rows = run_mica(exe, shapes, t, args.isa)
+                if header not in headers:
+                    headers.append(header)
+                for key, g in rows.items():
+                    best[side][(*key, t)] = max(g, best[side].get((*key, t), 0.0))
+            blas, rows = run_numpy(shapes, t, args.cpu_clock)
+            for key, g in rows.items():
+                best["numpy"][(*key, t)] = max(g, best["numpy"].get((*key, t), 0.0))
 
+    print("cpu:", cpu())
     print("mica:", "; ".join(headers))
-    print("numpy:", ", ".join(f"{i['internal_api']} {i['version']} ({i['architecture']})" for i in info) or "no threadpoolctl")
-    print(f"{'size':>6} {'dtype':>8} {'threads':>7} {'mica GFLOP/s':>13} {'numpy GFLOP/s':>14} {'ratio':>6}")
-    for n in args.sizes:
-        for dtype in ("float32", "float64"):
-            for t in args.threads:
-                m, p = mica[(dtype, n, t)], numpy_rows[(dtype, n, t)]
-                print(f"{n:>6} {dtype:>8} {t:>7} {m:>13.1f} {p:>14.1f} {m / p:>6.2f}")
+    print("numpy:", blas)
+    for name, group in groups.items():
+        print(f"\n{name}")
+        fused = f" {'fma GFLOP/s':>12} {'fma/mica':>8}" if args.fma else ""
+        print(f"{'shape':>18} {'dtype':>8} {'threads':>7} {'mica GFLOP/s':>13} {'numpy GFLOP/s':>14} {'ratio':>6}{fused}")
+        for shape in group:
+            for dtype in ("float32", "float64"):
+                for t in args.threads:
+                    key = (dtype, shape, t)
+                    m, p = best["mica"][key], best["numpy"][key]
+                    row = f"{shape:>18} {dtype:>8} {t:>7} {m:>13.1f} {p:>14.1f} {m / p:>6.2f}"
+                    if args.fma:
+                        row += f" {best['fma'][key]:>12.1f} {best['fma'][key] / m:>8.2f}"
+                    print(row)
 
 
 if __name__ == "__main__":

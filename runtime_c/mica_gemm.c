@@ -186,6 +186,10 @@ static void *gemm_scratch(int slot, size_t bytes) {
 #define GEMM_AVX512_F64_MR 8
 #define GEMM_AVX512_F64_NV 2
 #endif
+#ifndef GEMM_AVX512_F32_NARROW_MR /* products at most 16 columns wide, see below */
+#define GEMM_AVX512_F32_NARROW_MR 16
+#define GEMM_AVX512_F32_NARROW_NV 1
+#endif
 #ifndef GEMM_KC
 #define GEMM_KC 256
 #endif
@@ -267,9 +271,30 @@ static void *gemm_scratch(int slot, size_t bytes) {
 #pragma clang attribute pop
 
 #pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
+// AVX-512's float tile is 32 columns wide. A product at most 16 columns wide
+// (one head's q, k or v at the example's size, and their weights' gradients)
+// would leave half of every accumulator idle, and ran at half OpenBLAS's
+// speed; a 16x16 tile keeps every lane busy. Only its tiles are built: the
+// small and thin paths depend on the vector width alone. The bits are the
+// same on either tile: only which elements share a tile changes.
+#define GT float
+#define GT_IS_FLOAT 1
+#define GNAME f32_avx512_narrow
+#define GVB 64
+#define GMR GEMM_AVX512_F32_NARROW_MR
+#define GNV GEMM_AVX512_F32_NARROW_NV
+#define GKC GEMM_KC
+#define GMC (GEMM_MC_PANELS * GEMM_AVX512_F32_NARROW_MR)
+#define GNC GEMM_NC
+#define GSPLAT GEMM_SPLAT
+#define GTILE_ONLY
+#include "mica_gemm_kernel.h"
+
 #define GT float
 #define GT_IS_FLOAT 1
 #define GNAME f32_avx512
+#define GNARROW blocked_f32_avx512_narrow
+#define GNARROW_COLS (GEMM_AVX512_F32_NARROW_NV * 16) /* 16 floats a vector */
 #define GVB 64
 #define GMR GEMM_AVX512_F32_MR
 #define GNV GEMM_AVX512_F32_NV

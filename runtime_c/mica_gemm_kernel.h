@@ -9,6 +9,11 @@
  *   GSPLAT      1: pack each A element already broadcast to a whole vector
  *               (SSE2 has no broadcast load; a shuffle per element would
  *               compete with the multiplies for the same ports), else 0
+ * and optionally
+ *   GTILE_ONLY  build only the blocked product (blocked_GNAME), for a second
+ *               tile shape at a width whose other paths exist already
+ *   GNARROW, GNARROW_COLS   such a blocked product, taken for products at
+ *               most GNARROW_COLS wide
  * and undefines them all at the end.
  *
  * Shape legend: a micro-tile of c is (GMR, GNR); a packed A panel is
@@ -224,6 +229,39 @@ static void G(cols_task)(void *ctx, int64_t q0, int64_t q1) { // tasks are B pan
     G(compute)(blk, 0, blk->g->m, q0, q1);
 }
 
+// Runs the blocked product. With g->accumulate, k must fit one block: an
+// accumulating block is up to GEMM_ACC_BLOCKS * GKC deep, so c is read once.
+static void G(blocked)(const gemm_args *g, bool parallel) {
+    gemm_block blk = {.g = g};
+    int64_t kcmax = g->accumulate ? GEMM_ACC_BLOCKS * GKC : GKC;
+    int64_t mpanels = (g->m + GMR - 1) / GMR;
+    int threads = parallel ? mica_thread_count() : 1;
+    for (int64_t j0 = 0; j0 < g->n; j0 += GNC) {
+        blk.j0 = j0;
+        blk.nc = g->n - j0 < GNC ? g->n - j0 : GNC;
+        blk.npanels = (blk.nc + GNR - 1) / GNR;
+        for (int64_t p0 = 0; p0 < g->k; p0 += kcmax) {
+            blk.p0 = p0;
+            blk.kc = g->k - p0 < kcmax ? g->k - p0 : kcmax;
+            blk.flags = (p0 > 0 ? GEMM_LOAD : 0) | (g->accumulate ? GEMM_ADD : 0);
+            blk.bp = gemm_scratch(GEMM_SCRATCH_B, (size_t)blk.npanels * GNR * blk.kc * sizeof(GT));
+            if (threads == 1) {
+                G(pack_b_task)(&blk, 0, blk.npanels);
+                G(rows_task)(&blk, 0, mpanels);
+                continue;
+            }
+            mica_parallel_for(blk.npanels, G(pack_b_task), &blk);
+            // split c by rows when there are enough row panels, else by columns
+            if (mpanels >= 2 * threads || mpanels >= blk.npanels)
+                mica_parallel_for(mpanels, G(rows_task), &blk);
+            else
+                mica_parallel_for(blk.npanels, G(cols_task), &blk);
+        }
+    }
+}
+
+#ifndef GTILE_ONLY /* the paths below depend on the vector width only: one copy per width */
+
 /* ------------------------------------------------------------ small products */
 
 
@@ -322,35 +360,15 @@ static void G(add_task)(void *ctx, int64_t i0, int64_t i1) { // c += tmp, row by
     }
 }
 
-// Runs the blocked product. With g->accumulate, k must fit one block: an
-// accumulating block is up to GEMM_ACC_BLOCKS * GKC deep, so c is read once.
-static void G(blocked)(const gemm_args *g, bool parallel) {
-    gemm_block blk = {.g = g};
-    int64_t kcmax = g->accumulate ? GEMM_ACC_BLOCKS * GKC : GKC;
-    int64_t mpanels = (g->m + GMR - 1) / GMR;
-    int threads = parallel ? mica_thread_count() : 1;
-    for (int64_t j0 = 0; j0 < g->n; j0 += GNC) {
-        blk.j0 = j0;
-        blk.nc = g->n - j0 < GNC ? g->n - j0 : GNC;
-        blk.npanels = (blk.nc + GNR - 1) / GNR;
-        for (int64_t p0 = 0; p0 < g->k; p0 += kcmax) {
-            blk.p0 = p0;
-            blk.kc = g->k - p0 < kcmax ? g->k - p0 : kcmax;
-            blk.flags = (p0 > 0 ? GEMM_LOAD : 0) | (g->accumulate ? GEMM_ADD : 0);
-            blk.bp = gemm_scratch(GEMM_SCRATCH_B, (size_t)blk.npanels * GNR * blk.kc * sizeof(GT));
-            if (threads == 1) {
-                G(pack_b_task)(&blk, 0, blk.npanels);
-                G(rows_task)(&blk, 0, mpanels);
-                continue;
-            }
-            mica_parallel_for(blk.npanels, G(pack_b_task), &blk);
-            // split c by rows when there are enough row panels, else by columns
-            if (mpanels >= 2 * threads || mpanels >= blk.npanels)
-                mica_parallel_for(mpanels, G(rows_task), &blk);
-            else
-                mica_parallel_for(blk.npanels, G(cols_task), &blk);
-        }
+// The blocked product, or the narrow tile's when the product is narrow enough (GNARROW).
+static void G(tiles)(const gemm_args *g, bool parallel) {
+#ifdef GNARROW
+    if (g->n <= GNARROW_COLS) {
+        GNARROW(g, parallel);
+        return;
     }
+#endif
+    G(blocked)(g, parallel);
 }
 
 static void G(gemm)(gemm_args *g) {
@@ -367,7 +385,7 @@ static void G(gemm)(gemm_args *g) {
         return;
     }
     if (!g->accumulate || g->k <= GEMM_ACC_BLOCKS * GKC) {
-        G(blocked)(g, parallel);
+        G(tiles)(g, parallel);
         return;
     }
     // Accumulating over several k blocks: c must keep its old value until the
@@ -378,11 +396,13 @@ static void G(gemm)(gemm_args *g) {
     t.c = g->tmp;
     t.ldc = g->n;
     t.accumulate = false;
-    G(blocked)(&t, parallel);
+    G(tiles)(&t, parallel);
     if (parallel) mica_parallel_for(g->m, G(add_task), g);
     else G(add_task)(g, 0, g->m);
     free(g->tmp);
 }
+
+#endif /* GTILE_ONLY */
 
 #undef GCAT2
 #undef GCAT
@@ -401,3 +421,6 @@ static void G(gemm)(gemm_args *g) {
 #undef GKC
 #undef GMC
 #undef GNC
+#undef GTILE_ONLY
+#undef GNARROW
+#undef GNARROW_COLS

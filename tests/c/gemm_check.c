@@ -101,6 +101,11 @@ static shape random_shape(int i) {
         s.n = 20 + rng_below(100);
         s.k = 250 + rng_below(300);
     }
+    if (i % 11 == 0) { /* many rows, at most 16 columns: AVX-512's narrow float tile, blocked and threaded */
+        s.m = 100 + rng_below(200);
+        s.n = 1 + rng_below(16);
+        s.k = 100 + rng_below(400);
+    }
     if (i % 31 == 0) { /* a few rows, many columns: the thin path, threaded */
         s.m = 1 + rng_below(5);
         s.n = 300 + rng_below(300);
