@@ -95,11 +95,13 @@ bool mica_cpu_has(int feature) {
 
 #endif
 
+/* Release and acquire: a task that finds the choice made also sees what pick()
+ * set beside it (gemm_cpu_has_avx); two tasks that both pick agree anyway. */
 int mica_chosen_once(int *chosen, int (*pick)(void)) {
-    int c = __atomic_load_n(chosen, __ATOMIC_RELAXED);
+    int c = __atomic_load_n(chosen, __ATOMIC_ACQUIRE);
     if (c < 0) {
         c = pick();
-        __atomic_store_n(chosen, c, __ATOMIC_RELAXED);
+        __atomic_store_n(chosen, c, __ATOMIC_RELEASE);
     }
     return c;
 }

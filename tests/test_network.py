@@ -446,3 +446,39 @@ end.
     server.join(WAIT)
     assert result.stdout == "".join(f"pong task {n}\n" for n in range(4))
     assert result.returncode == 0, result.stderr
+
+
+SHARED_SERVER = mica(listening("127.0.0.1") + """
+    tasks
+        for i := 0 to 3 do spawn Worker(address server, address served[i]);
+    end;
+    for i := 0 to 3 do WriteLn('worker ', i, ' served ', served[i]);""", """
+var server : stream; i : integer; served : array[0..3] of integer;
+
+{ Accept and LocalPort leave the server as it was: the four workers share it. }
+procedure Worker(address server : stream; address count : integer);
+var conn : stream; line : string; clean : boolean;
+begin
+    if Accept(server, address conn) then begin
+        SetTimeout(conn, 20.0);
+        if ReadLine(conn, address line) then
+            WriteLn(conn, 'hello, ', line, ', from port ', LocalPort(server));
+        count := count + 1;
+        clean := Close(conn);
+    end;
+end;""")
+
+
+def test_tasks_that_share_a_listening_socket_each_take_a_caller(tmp_path):
+    """Four workers Accept on one server: four callers at once each get exactly one of them."""
+    with serving(tmp_path, SHARED_SERVER) as (program, port):
+        callers = [socket.create_connection(("127.0.0.1", port), timeout=WAIT) for _ in range(4)]
+        replies = []
+        for n, caller in enumerate(callers):
+            with caller:
+                caller.sendall(f"caller {n}\n".encode())
+                replies.append(read_line(caller.makefile("rb")).decode())
+        out, err = program.communicate(timeout=WAIT)
+    assert replies == [f"hello, caller {n}, from port {port}\n" for n in range(4)]
+    assert out == b"".join(b"worker %d served 1\n" % i for i in range(4))
+    assert program.returncode == 0, err

@@ -403,6 +403,47 @@ end.
     assert result.stdout.splitlines() == lines
 
 
+def test_tasks_compute_with_the_tracked_model_outside_windows(tmp_path):
+    """A task reads tracked globals as plain values (no window is open while a block runs):
+    the same bits as the main program's, after the program trained them."""
+    program = """program Model;
+var
+    w : tracked matrix[4, 4] of float64;
+    l : tracked float64;
+    x : vector[4] of float64;
+    scores : array[0..1] of float64;
+
+procedure Score(address r : float64);
+var h : tracked vector[4] of float64;
+begin
+    h := Tanh(w * x);
+    r := Sum(h);
+end;
+
+begin
+    Seed(5);
+    Normal(address x, 0.0, 1.0);
+    w := [[1.0, 0.5, 0.0, 0.0], [0.0, 1.0, 0.5, 0.0], [0.0, 0.0, 1.0, 0.5], [0.5, 0.0, 0.0, 1.0]];
+    tape
+        l := Sum(Tanh(w * x));
+    end;
+    Backward(l);
+    w := w - 0.1 * Gradient(w);
+    tasks
+        spawn Score(address scores[0]);
+        spawn Score(address scores[1]);
+    end;
+    WriteLn(scores[0], ' ', scores[1]);
+    Score(address scores[0]);
+    WriteLn(scores[0]);
+end.
+"""
+    result = run_text(tmp_path, program, timeout=120)
+    assert result.returncode == 0, result.stderr
+    first, second = result.stdout.splitlines()
+    assert first == f"{second} {second}"
+
+
 def test_a_task_may_run_a_tasks_block_of_its_own(tmp_path):
     result = run_text(tmp_path, """program Nested;
 var halves : array[0..1] of integer; i : integer;

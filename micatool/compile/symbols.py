@@ -42,6 +42,8 @@ class VarSymbol(Symbol):
     init: Optional[ast.Expr] = None
     is_loop_var: bool = False  # set while a for loop runs over it
     assigned: bool = False  # a value parameter written in its routine needs its own copy
+    changed_at: Optional[ast.Node] = None  # where an address parameter is first written: tasks share a stream
+    # lent to many of them only when no task's parameter is ever written
 
 
 @dataclass(eq=False, slots=True)
@@ -65,6 +67,7 @@ class RoutineSymbol(Symbol):
     global_uses: frozenset = frozenset()  # globals its own body names (not its callees'), for tasks
     touches_tracked: bool = False  # reads or writes tracked values
     has_tape: bool = False  # holds a tape window
+    tape_verbs: bool = False  # calls Backward or Gradient, which read and walk the program's tape
 
     @property
     def is_function(self) -> bool:

@@ -42,12 +42,25 @@ class Places:
                                          "instead of writing a character")
         if symbol.role == "param" and not symbol.by_address:
             symbol.assigned = True
-        if symbol.role == "global" and self.a.routine is not None:
-            routine = self.a.routine
-            routine.global_writes = routine.global_writes | {symbol}
-            if holds_dynamic(t):
-                routine.global_resizes = routine.global_resizes | {symbol}
+        self.note_write(e, symbol)
+        if symbol.role == "global" and self.a.routine is not None and holds_dynamic(t):
+            self.a.routine.global_resizes = self.a.routine.global_resizes | {symbol}
         return t
+
+    def note_write(self, e: ast.Expr, symbol: VarSymbol) -> None:
+        """The routine writes e, rooted in symbol: a global it writes, or an address parameter
+        it changes (tasks may share a lent stream only when none of them changes it)."""
+        if symbol.role == "global" and self.a.routine is not None:
+            self.a.routine.global_writes = self.a.routine.global_writes | {symbol}
+        if symbol.by_address and symbol.changed_at is None:
+            symbol.changed_at = e
+
+    def change_stream(self, e: ast.Expr) -> None:
+        """A stream operation other than Accept and LocalPort changes the stream (its buffers,
+        its position, its timeout, its state): for sharing, a write of the variable holding it."""
+        root = ast.root_name(e)
+        if root is not None and isinstance(root.symbol, VarSymbol):
+            self.note_write(e, root.symbol)
 
     def address_arg(self, arg: ast.Expr, what: str = "") -> Type:
         """An `address place` argument: the place must be plain and writable."""

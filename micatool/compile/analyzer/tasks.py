@@ -6,7 +6,9 @@ is proven here, not hoped: two tasks of one block never write overlapping
 places through `address`, a place lent to a task is not read elsewhere in the
 block, and a spawned routine (with everything it calls) writes no global
 variable, reads none that a task of its block is lent, and keeps off the tape
-and the GPU, whose state is the program's, not a task's.
+and the GPU, whose state is the program's, not a task's. One place may be lent
+to many tasks: a stream that none of them changes, only Accepts on and reads the
+LocalPort of (accept(2) is safe from many threads), so workers can share a server.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field, fields
 
 from .. import ast
 from ..symbols import RoutineSymbol, VarSymbol
-from ..types import ErrorType
+from ..types import STREAM, ErrorType
 from ..residency import holds_device
 
 # the statements a tasks block may hold: what starts tasks, and what repeats or chooses a spawn
@@ -28,6 +30,7 @@ class Spawned:
     routine: RoutineSymbol
     loops: list  # the loop variables of the block's for loops around the spawn
     lent: list = field(default_factory=list)  # the `address` arguments, type-checked
+    params: dict = field(default_factory=dict)  # id of a lent argument: the parameter it binds
 
 
 @dataclass
@@ -36,6 +39,7 @@ class Block:
     loops: list = field(default_factory=list)
     spawns: list = field(default_factory=list)
     calls: list = field(default_factory=list)  # (call, routine): what the spawner calls while the tasks run
+    shared: list = field(default_factory=list)  # (argument, spawned): a stream lent to more than one task
 
 
 class Tasks:
@@ -106,9 +110,11 @@ class Tasks:
             return
         spawned = Spawned(call, routine, list(self.block.loops))
         if len(call.args) == len(routine.params):
-            spawned.lent = [arg for arg, p in zip(call.args, routine.params)
-                            if p.by_address and isinstance(arg, ast.AddressArg) and arg.ty is not None
-                            and not isinstance(arg.ty, ErrorType)]
+            for arg, p in zip(call.args, routine.params):
+                if p.by_address and isinstance(arg, ast.AddressArg) and arg.ty is not None \
+                        and not isinstance(arg.ty, ErrorType):
+                    spawned.lent.append(arg)
+                    spawned.params[id(arg)] = p
         self.block.spawns.append(spawned)
 
     def note_call(self, call: ast.Call, routine: RoutineSymbol) -> None:
@@ -124,14 +130,20 @@ class Tasks:
         for i, first in enumerate(block.spawns):
             for j, arg in enumerate(first.lent):
                 lent_roots.add(ast.root_name(arg.place).symbol)
-                if not self.apart_across_iterations(arg.place, first.loops):
+                if arg.ty == STREAM and first.loops:  # a stream is a whole variable, lent each round
+                    block.shared.append((arg, first))
+                elif not self.apart_across_iterations(arg.place, first.loops):
                     self.overlap(arg, arg, "each time round its loop")
                     continue
                 # a spawn in a loop starts many tasks: its own arguments must stay apart too
                 others = [(first, other) for other in first.lent[j + 1:] if first.loops]
                 others += [(second, other) for second in block.spawns[i + 1:] for other in second.lent]
-                for _, other in others:
-                    if not apart(arg.place, other.place):
+                for second, other in others:
+                    if apart(arg.place, other.place):
+                        continue
+                    if arg.ty == STREAM:
+                        block.shared += [(arg, first), (other, second)]
+                    else:
                         self.overlap(other, arg, "")
         for node in read_nodes(block.node.body):
             if isinstance(node, ast.Name) and isinstance(node.symbol, VarSymbol) and node.symbol in lent_roots:
@@ -161,6 +173,7 @@ class Tasks:
             lent = {ast.root_name(arg.place).symbol: arg for s in block.spawns for arg in s.lent}
             for spawned in block.spawns:
                 self.check_reach(spawned, lent)
+            self.check_shared_streams(block)
             for call, routine in block.calls:
                 if routine.global_writes:
                     name = sorted(v.name for v in routine.global_writes)[0]
@@ -177,11 +190,13 @@ class Tasks:
             name = sorted(v.name for v in routine.global_writes)[0]
             self.a.error(call, 5206, f"'{routine.name}' writes the global variable '{name}' (itself or "
                                      f"through what it calls); a task writes only what it is lent by 'address'")
-        tracked = next((r for r in reach if r.has_tape or r.touches_tracked), None)
-        if tracked is not None:
-            self.a.error(call, 5207, f"'{routine.name}' uses tracked values or a tape window"
-                                     + ("" if tracked is routine else f" (through '{tracked.name}')")
-                                     + "; the tape is the program's, so a task cannot record on it")
+        # tracked values outside a window are plain values beside their tags, and no window
+        # is open while a block's tasks run (5208): reading the model is safe, recording is not
+        taping = next((r for r in sorted(reach, key=lambda r: r.name) if r.has_tape or r.tape_verbs), None)
+        if taping is not None:
+            self.a.error(call, 5207, f"'{routine.name}' uses the tape (a tape window, Backward or Gradient)"
+                                     + ("" if taping is routine else f" through '{taping.name}'")
+                                     + "; the tape is the program's, so a task cannot record on it or walk it")
         if self.check_global_reads(call, routine, lent, {ast.root_name(arg.place).symbol for arg in spawned.lent}):
             return
         for r in sorted(reach, key=lambda r: r.name):
@@ -190,6 +205,25 @@ class Tasks:
                 self.a.error(call, 7013, f"'{r.name}' holds '{gpu.name}' on the GPU; tasks run on the host, "
                                          f"and the device is the main program's")
                 return
+            gpu = next((v for v in sorted(r.global_uses, key=lambda v: v.name) if holds_device(v.type)), None)
+            if gpu is not None:
+                self.a.error(call, 7013, f"'{r.name}' reads the global '{gpu.name}', which lives on the GPU; "
+                                         f"tasks run on the host, and the device is the main program's")
+                return
+
+    def check_shared_streams(self, block: Block) -> None:
+        """A stream lent to many tasks is only listened on: each task's parameter is given
+        to Accept as the server and to LocalPort, and to nothing that changes it (5210)."""
+        said = set()
+        for arg, spawned in block.shared:
+            param = spawned.params[id(arg)]
+            if param.changed_at is None or id(arg) in said:
+                continue
+            said.add(id(arg))
+            place = ast.place_text(arg.place)
+            self.a.error(arg, 5210, f"'{place}' is lent to more than one task of this block, so they may only "
+                                    f"Accept on it and read its LocalPort; '{spawned.routine.name}' changes "
+                                    f"its '{param.name}' at line {param.changed_at.line}")
 
     def check_global_reads(self, call: ast.Call, routine: RoutineSymbol, lent: dict, mine: set) -> bool:
         """Does the routine (or what it calls) read a global that a task of the block is

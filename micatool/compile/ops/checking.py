@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import ast, residency
-from ..types import ERROR, FLOAT64, INTEGER, STRING, ErrorType, Scalar, Tensor, Tracked, Type, is_tracked, plain
+from ..types import ERROR, FLOAT64, INTEGER, STREAM, STRING, ErrorType, Scalar, Tensor, Tracked, Type, is_tracked, plain
 
 
 class CheckContext:
@@ -31,6 +31,15 @@ class CheckContext:
     def address_arg(self, arg: ast.Expr, what: str = "") -> Type:
         """Check an `address` argument: a place the call may write."""
         return self._analyzer.places.address_arg(arg, what)
+
+    def change_stream(self, e: ast.Expr) -> None:
+        """The call changes the stream e names (any use but Accept's server and LocalPort's)."""
+        self._analyzer.places.change_stream(e)
+
+    def note_tape_verb(self) -> None:
+        """Backward or Gradient: the routine works the program's tape, so no task may call it."""
+        if self._analyzer.routine is not None:
+            self._analyzer.routine.tape_verbs = True
 
     def check_assignable(self, source: Type, target: Type, e: ast.Expr) -> None:
         """Report why a value of type source cannot be stored where target is, if it cannot."""
@@ -235,9 +244,20 @@ class Lent:
     type: Type
 
 
+@dataclass(frozen=True)
+class Shared:
+    """A stream the call only reads (Accept's server, LocalPort's socket), so tasks may share
+    it; a call changes every other stream it is given (its buffers, position or timeout)."""
+
+    type: Type
+
+    def __str__(self) -> str:
+        return str(self.type)
+
+
 def check_signature(params: list, result: Type):
     """The checker of a function of plain values (an integer, a string, a number, or a value of
-    exactly the type named) and of lent places (Lent)."""
+    exactly the type named), of lent places (Lent) and of shared streams (Shared)."""
 
     def check(a, call, expected):
         if not arity(a, call, len(params)):
@@ -247,6 +267,10 @@ def check_signature(params: list, result: Type):
         for arg, t, wanted in zip(call.args, types, params):
             if isinstance(t, ErrorType):
                 return ERROR
+            if wanted == STREAM:
+                a.change_stream(arg)
+            if isinstance(wanted, Shared):
+                wanted = wanted.type
             if isinstance(wanted, Lent):
                 if plain(t) != wanted.type:
                     return wrong(a, call, arg, t, f"a place of type '{wanted.type}' lent by 'address'")

@@ -42,6 +42,7 @@ def check_write(a, call: ast.Call, expected) -> Type:
                 continue
             t = a.expr(arg)
             if i == 0 and t == STREAM:  # the stream to write to
+                a.change_stream(arg)
                 continue
         if not isinstance(t, ErrorType) and residency.on_gpu(t):
             value = arg.value if isinstance(arg, ast.FormatArg) else arg

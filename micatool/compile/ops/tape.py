@@ -40,6 +40,7 @@ def check_backward(a, call, expected):
                                     "reduce it with Sum or Mean first")
     if a.in_window:
         a.error(call, 5112, "Backward inside its tape window; call it after the window's 'end'")
+    a.note_tape_verb()
     return VOID
 
 
@@ -60,6 +61,7 @@ def check_gradient(a, call, expected):
     if a.in_window:
         a.error(call, 5112, "Gradient inside a tape window; the gradients exist after Backward")
     a.note_gradient_read(call.args[0], symbol)
+    a.note_tape_verb()
     return plain(t)
 
 
