@@ -47,10 +47,10 @@ from micatool import targets  # noqa: E402
 from micatool.compile import compile_program, load_source  # noqa: E402
 from micatool.link.build import cached_build  # noqa: E402
 
-GPT = ROOT / "examples" / "gpt" / "gpt.mica"
+sys.path.insert(0, str(ROOT / "bench"))
+from gpt_sizes import cpu_model, sized  # noqa: E402
+
 CORPUS = ROOT / "examples" / "gpt" / "corpus.txt"
-# a model whose weight products are most of its time: 4 blocks of 256 channels
-LARGE = {"T": 64, "C": 256, "H": 4, "HS": 64, "L": 4, "Mlp": 1024, "B": 8}
 
 
 def to_torch():
@@ -58,19 +58,6 @@ def to_torch():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def source(size: str) -> Path:
-    """gpt.mica, or a copy with the large size's constants."""
-    if size == "example":
-        return GPT
-    text = GPT.read_text()
-    for name, value in LARGE.items():
-        text, count = re.subn(rf"(\n    {name} = )\d+;", rf"\g<1>{value};", text)
-        assert count == 1, name
-    path = Path(tempfile.mkdtemp(prefix="gpt-int8-")) / "gpt.mica"
-    path.write_text(text)
-    return path
 
 
 def run(binary: Path, *args: str) -> str:
@@ -108,15 +95,6 @@ def torch_rate(tt, model, c, alphabet, ids, n: int) -> float:
     return n / (time.perf_counter() - started)
 
 
-def cpu_model() -> str:
-    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    model = re.search(r"Model name:\s*(.*)", lscpu)
-    flags = re.search(r"Flags:\s*(.*)", lscpu)
-    wanted = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8", "asimddp")
-    present = [f for f in wanted if flags and f in flags.group(1).split()]
-    return f"{model.group(1) if model else 'unknown CPU'} ({', '.join(present) or 'none of ' + ', '.join(wanted)})"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=1500)
@@ -125,7 +103,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"CPU: {cpu_model()}; one thread; {args.size} size, {args.steps} training steps")
 
-    binary = cached_build(compile_program(load_source(str(source(args.size)))), targets.native(), "fast")
+    binary = cached_build(compile_program(load_source(str(sized(args.size)))), targets.native(), "fast")
     work = Path(tempfile.mkdtemp(prefix="gpt-int8-"))
     checkpoint, quantized = work / "gpt.safetensors", work / "gpt-int8.safetensors"
     run(binary, "--steps", str(args.steps), "--save", str(checkpoint))

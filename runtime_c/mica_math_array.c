@@ -87,3 +87,12 @@ const char *mica_math_array_isa(void) {
 MICA_MATH_ARRAY_FUNCTIONS(MICA_MATH_ARRAY_BOTH)
 #undef MICA_MATH_ARRAY_BOTH
 #undef MICA_MATH_ARRAY_DEFINE
+
+#define MICA_GELU_BOTH_DEFINE(S, T)                                                 \
+    void mica_gelu_both_array_##S(T *out, T *grad, const T *x, int64_t n) {         \
+        static void (*const by_level[])(T *, T *, const T *, int64_t) = BY_LEVEL(gelu_both_array_##S); \
+        by_level[math_array_level()](out, grad, x, n);                              \
+    }
+MICA_GELU_BOTH_DEFINE(f64, double)
+MICA_GELU_BOTH_DEFINE(f32, float)
+#undef MICA_GELU_BOTH_DEFINE

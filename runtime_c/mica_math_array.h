@@ -31,6 +31,11 @@ MICA_MATH_ARRAY_DECLARE(silu)
 MICA_MATH_ARRAY_DECLARE(silu_grad)
 #undef MICA_MATH_ARRAY_DECLARE
 
+/* out[i] = mica_gelu_S(x[i]) and grad[i] = mica_gelu_grad_S(x[i]) in one pass
+ * (the two share their work); out or grad may be x, and must not overlap each other. */
+void mica_gelu_both_array_f64(double *out, double *grad, const double *x, int64_t n);
+void mica_gelu_both_array_f32(float *out, float *grad, const float *x, int64_t n);
+
 /* The instruction set the array forms run on: "sse2", "avx2", "avx512", "neon". */
 const char *mica_math_array_isa(void);
 

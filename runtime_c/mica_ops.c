@@ -13,6 +13,23 @@ static void mica_for_rows(int64_t rows, int64_t cols, mica_task_fn body, void *j
         mica_parallel_for(rows, body, job);
 }
 
+/* An element-wise pass runs on the pool from a larger size: its work per
+ * element is smaller than a row op's. */
+static void mica_for_elements(int64_t n, mica_task_fn body, void *job) {
+    if (n < ((int64_t)1 << 15))
+        body(job, 0, n);
+    else
+        mica_parallel_for(n, body, job);
+}
+
+/* The levels below the top of a pairwise tree over n elements (mica_ops.inc's
+ * columns_tree): one row of scratch each. */
+static int64_t mica_tree_levels(int64_t n) {
+    int64_t levels = 1;
+    for (; n > 8; n = n - n / 2) levels++;
+    return levels;
+}
+
 #define MICA_PER_FLOAT "mica_ops.inc"
 #include "mica_per_float.h"
 

@@ -5,10 +5,15 @@
  * which also forgets the previous window's nodes and gradients. A tag whose
  * epoch is not the current one is stale: reading it enrolls a fresh leaf.
  * Backward walks the nodes in reverse creation order, so gradients accumulate
- * in one fixed order on every machine.
+ * in one fixed order on every machine. Once a node's backward has run its
+ * gradient is dead (every contribution to it came from later nodes), unless a
+ * place's Gradient answers with it: the buffer goes on a spare list and a
+ * later gradient of the same size takes it, so a window holds the gradients
+ * alive at one time, not all of them.
  */
 #include "mica.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct chunk {
@@ -20,6 +25,8 @@ typedef struct chunk {
 #define HEADER ((sizeof(chunk) + ALIGN - 1) / ALIGN * ALIGN)
 #define FIRST_CHUNK ((size_t)1 << 20)
 
+#define SPARE_SIZES 64
+
 static struct {
     uint64_t epoch;          /* the current window, or the last one */
     uint64_t backward_epoch; /* the window Backward last walked */
@@ -27,6 +34,11 @@ static struct {
     chunk *first, *current;
     mica_node **nodes;
     int64_t count, capacity;
+    struct {
+        size_t bytes;
+        void *head; /* buffers of this size, each holding the next one's address */
+    } spare[SPARE_SIZES];
+    int spare_sizes;
 } tape;
 
 size_t mica_dtype_size(int dtype) {
@@ -42,6 +54,7 @@ void mica_tape_begin(int line) {
     tape.epoch++;
     tape.open = true;
     tape.count = 0;
+    tape.spare_sizes = 0;
     for (chunk *c = tape.first; c != NULL; c = c->next) c->used = 0;
     tape.current = tape.first;
 }
@@ -50,8 +63,13 @@ void mica_tape_end(void) {
     tape.open = false;
 }
 
+/* Not zeroed (the arena never promises zeros), so a chunk's pages become
+ * resident only as windows reach them: calloc writes every byte. */
 static chunk *new_chunk(size_t size) {
-    chunk *c = mica_alloc(HEADER + size, 0);
+    chunk *c = malloc(HEADER + size);
+    if (c == NULL) mica_trapf(0, "out of memory allocating %zu bytes for the tape", HEADER + size);
+    c->next = NULL;
+    c->used = 0;
     c->size = size;
     return c;
 }
@@ -131,18 +149,54 @@ void mica_tape_note_read(mica_tag *tag) {
     if (tag->read_epoch != tape.epoch) {
         tag->read = tag->node;
         tag->read_epoch = tape.epoch;
+        tag->node->answers = true;
     }
+}
+
+static size_t grad_bytes(const mica_node *n) {
+    return (size_t)n->count * mica_dtype_size(n->dtype);
+}
+
+// A spare buffer of exactly `bytes`, or fresh arena memory; not zeroed.
+static void *grad_buffer(size_t bytes) {
+    for (int i = 0; i < tape.spare_sizes; i++)
+        if (tape.spare[i].bytes == bytes && tape.spare[i].head != NULL) {
+            void *p = tape.spare[i].head;
+            memcpy(&tape.spare[i].head, p, sizeof(void *));
+            return p;
+        }
+    return mica_tape_alloc(bytes);
+}
+
+// A dead gradient for grad_buffer to hand out again (past SPARE_SIZES sizes, it stays unused).
+static void spare(void *p, size_t bytes) {
+    if (bytes < sizeof(void *)) return;
+    int i = 0;
+    while (i < tape.spare_sizes && tape.spare[i].bytes != bytes) i++;
+    if (i == SPARE_SIZES) return;
+    if (i == tape.spare_sizes) {
+        tape.spare[i].bytes = bytes;
+        tape.spare[i].head = NULL;
+        tape.spare_sizes++;
+    }
+    memcpy(p, &tape.spare[i].head, sizeof(void *));
+    tape.spare[i].head = p;
 }
 
 void *mica_node_grad(mica_node *n) {
     if (n->grad == NULL && n->on_device) {
         n->grad = mica_tape_device_zeros((int64_t)n->count * (int64_t)mica_dtype_size(n->dtype), n->line);
     } else if (n->grad == NULL) {
-        size_t bytes = (size_t)n->count * mica_dtype_size(n->dtype);
-        n->grad = mica_tape_alloc(bytes);
-        memset(n->grad, 0, bytes);
+        n->grad = grad_buffer(grad_bytes(n));
+        memset(n->grad, 0, grad_bytes(n));
     }
     return n->grad;
+}
+
+void *mica_node_grad_fresh(mica_node *n, bool *fresh) {
+    *fresh = n->grad == NULL && !n->on_device;
+    if (*fresh) n->grad = grad_buffer(grad_bytes(n));
+    return *fresh ? n->grad : mica_node_grad(n);
 }
 
 mica_node *mica_tape_read(mica_tag *tag, int dtype, const void *value, int rank, const int64_t *dims) {
@@ -204,7 +258,13 @@ mica_node *mica_tape_loss(mica_tag *loss, const char *name, int line) {
 void mica_tape_walk(mica_node *root) {
     for (int64_t i = position(root); i >= 0; i--) {
         mica_node *n = tape.nodes[i];
-        if (n->grad != NULL && n->backward != NULL) n->backward(n);
+        if (n->grad != NULL && n->backward != NULL) {
+            n->backward(n);
+            if (!n->answers && !n->on_device) {
+                spare(n->grad, grad_bytes(n));
+                n->grad = NULL;
+            }
+        }
     }
 }
 

@@ -35,6 +35,7 @@ struct mica_node {
     mica_node *in[3];
     bool needs_grad;
     bool on_device;    /* value and grad are device addresses (mica_gpu_tape.c) */
+    bool answers;      /* a place's first read this window: Gradient(place) reads grad */
     int line;          /* where a device node's kernels report their faults */
     double param;      /* a scalar the backward needs (a scale, an epsilon) */
     int64_t extent[4]; /* extents the backward needs */
@@ -60,6 +61,11 @@ size_t mica_dtype_size(int dtype);
 mica_node *mica_node_new(int dtype, int rank, const int64_t *dims, const char *op, mica_backward_fn backward,
                          mica_node *a, mica_node *b, mica_node *c);
 void *mica_node_grad(mica_node *n); /* the gradient buffer, zeroed on first use */
+/* The gradient buffer for a backward that contributes to every element of it.
+ * On the first contribution it comes back unzeroed with *fresh set, and the
+ * caller stores 0 + v where it would add v: the same bits as adding v to the
+ * zeroed buffer (0 + v turns -0 into +0 as that does), one pass fewer. */
+void *mica_node_grad_fresh(mica_node *n, bool *fresh);
 /* A node whose value the device tape stores (value and grad become device addresses). */
 mica_node *mica_node_new_on_device(int dtype, int rank, const int64_t *dims, const char *op, mica_backward_fn backward,
                                    mica_node *a, mica_node *b, mica_node *c);

@@ -4,10 +4,11 @@ Builds tests/c/math_array_check.c with runtime_c/mica_math{,_array}.c and
 mica_cpu.c for x86_64 and aarch64 (static musl) at -O2, at -O0, and at -O2
 with -ffp-contract=on (the files' pragmas must keep clang from fusing: AVX-512
 and aarch64 have fma). Each run checks all sixteen functions (exp log tanh
-sigmoid gelu gelu_grad silu silu_grad, f64 and f32) on one input set per
-precision: every special value, the neighbours of every threshold, random
-bit patterns over all exponents and dense sweeps (see the harness), whole,
-in place, and in short pieces at every offset; any differing bit fails.
+sigmoid gelu gelu_grad silu silu_grad, f64 and f32), and both outputs of
+gelu_both (held against gelu and gelu_grad), on one input set per precision:
+every special value, the neighbours of every threshold, random bit patterns
+over all exponents and dense sweeps (see the harness), whole, in place, and
+in short pieces at every offset; any differing bit fails.
 
 Runs: x86_64 -O2 under every instruction set the CPU offers (MICA_ISA caps
 it) on the full set (about 1.09M inputs per function); -O0, contract-on and
@@ -34,7 +35,7 @@ SOURCES = ["tests/c/math_array_check.c", "runtime_c/mica_math.c", "runtime_c/mic
 FLAGS = ["-static", "-fno-sanitize=undefined", "-Wall", "-Wextra", "-Werror", "-Iruntime_c"]
 ISAS = ["sse2", "avx2", "avx512"]
 FUNCTIONS = [f"{f}_{s}" for s in ("f64", "f32") for f in
-             ("exp", "log", "tanh", "sigmoid", "gelu", "gelu_grad", "silu", "silu_grad")]
+             ("exp", "log", "tanh", "sigmoid", "gelu", "gelu_grad", "silu", "silu_grad", "gelu_both_y", "gelu_both_d")]
 FN_LINE = re.compile(r"^fn (\w+) n (\d+) mismatches (\d+) hash ([0-9a-f]{16})$", re.M)
 
 # name -> (arch, compile flags)

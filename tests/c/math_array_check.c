@@ -176,10 +176,29 @@ typedef struct {
     void (*array)(float *, const float *, int64_t);
 } fn32;
 
+/* mica_gelu_both_array_S seen as two array functions, each of its outputs
+ * (the other goes to scratch), held against mica_gelu_S and mica_gelu_grad_S. */
+#define GELU_BOTH(S, T)                                                                          \
+    static void gelu_both_y_##S(T *out, const T *x, int64_t n) {                                 \
+        T *grad = malloc((size_t)(n > 0 ? n : 1) * sizeof(T));                                   \
+        if (!grad) abort();                                                                      \
+        mica_gelu_both_array_##S(out, grad, x, n);                                               \
+        free(grad);                                                                              \
+    }                                                                                            \
+    static void gelu_both_d_##S(T *grad, const T *x, int64_t n) {                                \
+        T *out = malloc((size_t)(n > 0 ? n : 1) * sizeof(T));                                    \
+        if (!out) abort();                                                                       \
+        mica_gelu_both_array_##S(out, grad, x, n);                                               \
+        free(out);                                                                               \
+    }
+GELU_BOTH(f64, double)
+GELU_BOTH(f32, float)
+
 #define ENTRY(F, S) {#F "_" #S, mica_##F##_##S, mica_##F##_array_##S}
 #define ALL(S)                                                                                   \
     {ENTRY(exp, S), ENTRY(log, S), ENTRY(tanh, S), ENTRY(sigmoid, S), ENTRY(gelu, S),            \
-     ENTRY(gelu_grad, S), ENTRY(silu, S), ENTRY(silu_grad, S)}
+     ENTRY(gelu_grad, S), ENTRY(silu, S), ENTRY(silu_grad, S),                                   \
+     {"gelu_both_y_" #S, mica_gelu_##S, gelu_both_y_##S}, {"gelu_both_d_" #S, mica_gelu_grad_##S, gelu_both_d_##S}}
 static const fn64 FN64[] = ALL(f64);
 static const fn32 FN32[] = ALL(f32);
 

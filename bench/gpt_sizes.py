@@ -1,0 +1,57 @@
+"""examples/gpt/gpt.mica at other sizes, for the benches that measure it.
+
+The GPT takes its shapes from constants, so a size is a copy of the source
+with some of them replaced; the example's own file is never changed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+GPT = Path(__file__).resolve().parents[1] / "examples" / "gpt" / "gpt.mica"
+
+SIZES = {
+    "example": {},
+    # nanoGPT's "baby" Shakespeare model as its README trains it on a CPU (--block_size=64 --batch_size=12 ...)
+    "baby": {"L": 4, "H": 4, "C": 128, "HS": 32, "Mlp": 512, "T": 64, "B": 12},
+    # about 10M parameters: nanoGPT's config/train_shakespeare_char.py, with a batch of 8
+    "10m": {"L": 6, "H": 6, "C": 384, "HS": 64, "Mlp": 1536, "T": 256, "B": 8},
+    # a model whose weight products are most of its time: 4 blocks of 256 channels
+    "large": {"T": 64, "C": 256, "H": 4, "HS": 64, "L": 4, "Mlp": 1024, "B": 8},
+}
+
+
+def constants(program: Path) -> dict[str, int]:
+    """The program's integer constants, as it declares them."""
+    return {name: int(value) for name, value in re.findall(r"\n    (\w+) = (\d+);", program.read_text())}
+
+
+def sized(size: str, **more: int) -> Path:
+    """gpt.mica, or a copy with the size's constants (and any others given) replaced."""
+    changes = SIZES[size] | more
+    if not changes:
+        return GPT
+    text = GPT.read_text()
+    for name, value in changes.items():
+        text, count = re.subn(rf"(\n    {name} = )\d+;", rf"\g<1>{value};", text)
+        assert count == 1, name
+    if "HS" in changes:  # attention's 1 / sqrt(HS), written out for the example's 16
+        text, count = re.subn(r"\* 0\.25\)", f"* {1 / math.sqrt(changes['HS'])!r})", text)
+        assert count >= 1, "the attention scale"
+    path = Path(tempfile.mkdtemp(prefix=f"gpt-{size}-")) / "gpt.mica"
+    path.write_text(text)
+    return path
+
+
+def cpu_model() -> str:
+    """lscpu's model name and the vector extensions that decide the kernels."""
+    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    model = re.search(r"Model name:\s*(.*)", lscpu)
+    flags = re.search(r"Flags:\s*(.*)", lscpu)
+    wanted = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8", "asimddp")
+    present = [f for f in wanted if flags and f in flags.group(1).split()]
+    return f"{model.group(1) if model else 'unknown CPU'} ({', '.join(present) or 'none of ' + ', '.join(wanted)})"
