@@ -41,6 +41,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from gpt_sizes import cpu_model
+
 ROOT = Path(__file__).resolve().parent.parent
 FLAGS = ["-static", "-O2", "-ffp-contract=off", "-fno-sanitize=undefined"]
 SOURCES = ["bench/gemm_bench.c", "runtime_c/mica_gemm.c", "runtime_c/mica_cpu.c", "runtime_c/mica_threads.c"]
@@ -147,14 +149,6 @@ def run_numpy(shapes: list[str], threads: int, cpu_clock: bool) -> tuple[str, di
     return blas, rows
 
 
-def cpu() -> str:
-    fields = dict(line.split(":", 1) for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines()
-                  if ":" in line)
-    flags = fields.get("Flags", "").split()
-    wanted = [f for f in ("fma", "avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_tile", "asimd") if f in flags]
-    return f"{fields.get('Model name', '?').strip()}, {os.cpu_count()} cores; flags: {' '.join(wanted)}"
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shapes", nargs="+", default=["square"])
@@ -192,7 +186,7 @@ def main() -> None:
             for key, g in rows.items():
                 best["numpy"][(*key, t)] = max(g, best["numpy"].get((*key, t), 0.0))
 
-    print("cpu:", cpu())
+    print(f"cpu: {cpu_model()}, {os.cpu_count()} cores")
     print("mica:", "; ".join(headers))
     print("numpy:", blas)
     for name, group in groups.items():

@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 from micatool import targets  # noqa: E402
 from micatool.compile import compile_program, load_source  # noqa: E402
 from micatool.link.build import cached_build  # noqa: E402
+from gpt_sizes import cpu_model  # noqa: E402
 
 GPT = ROOT / "examples" / "gpt" / "gpt.mica"
 CORPUS = ROOT / "examples" / "gpt" / "corpus.txt"
@@ -140,12 +141,6 @@ def checkpoint(binary: Path, args, work: Path) -> Path:
     return saved
 
 
-def cpu_model() -> str:
-    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    match = re.search(r"^Model name:\s+(.+)$", lscpu, re.M)
-    return f"{match.group(1) if match else 'unknown CPU'}, {os.cpu_count()} CPUs"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=int, default=30)
@@ -161,7 +156,7 @@ def main() -> None:
         "python+torch": lambda ck: [sys.executable, str(ROOT / "bench" / "torch_serve.py"), str(ck), "0",
                                     "--corpus", str(CORPUS)],
     }
-    print(f"{cpu_model()}; {args.connections} connections for {args.seconds} s each, "
+    print(f"{cpu_model()}, {os.cpu_count()} CPUs; {args.connections} connections for {args.seconds} s each, "
           f"load from {'wrk' if load is wrk else 'a Python client'}")
     print(f"{'server':<14}{'path':<16}{'requests/s':>12}{'p50 ms':>10}{'p99 ms':>10}{'errors':>8}{'peak RSS MiB':>14}",
           flush=True)
