@@ -74,6 +74,8 @@
     mica_node *mica_t_cos_##S(mica_node *a);                                                                        \
     mica_node *mica_t_softmax_##S(mica_node *a);                                                                    \
     mica_node *mica_t_causal_mask_##S(mica_node *a);                                                                \
+    mica_node *mica_t_attention_##S(mica_node *q, mica_node *k, mica_node *v, bool scaled, T s, bool causal,      \
+                                    int rank, const int64_t *dims);                                                 \
     mica_node *mica_t_layernorm_##S(mica_node *x, mica_node *gain, mica_node *bias);                                \
     mica_node *mica_t_rmsnorm_##S(mica_node *x, mica_node *gain);                                                   \
     mica_node *mica_t_cross_entropy_##S(mica_node *logits, const int64_t *targets, int line);                      \
