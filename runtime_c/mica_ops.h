@@ -57,6 +57,8 @@
                                  const int64_t *dims);                                                              \
     mica_node *mica_t_bmm_##S(mica_node *a, mica_node *b, int64_t batch, int64_t m, int64_t k, int64_t n, int rank, \
                               const int64_t *dims);                                                                 \
+    mica_node *mica_t_product_plus_##S(mica_node *a, mica_node *b, mica_node *r, int64_t m, int64_t k, int64_t n,  \
+                                       int rank, const int64_t *dims);                                              \
     mica_node *mica_t_transpose_##S(mica_node *a);                                                                  \
     mica_node *mica_t_dot_##S(mica_node *a, mica_node *b);                                                          \
     mica_node *mica_t_outer_##S(mica_node *a, mica_node *b);                                                        \

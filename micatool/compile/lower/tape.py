@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ...diagnostics import InternalError
 from .. import ast, ops, shapes
-from ..ops.attention import attention_parts, record_attention
+from ..ops.fusions import attention_parts, product_plus_parts, record_attention, record_product_plus
 from ..ctypes import SUFFIX
 from ..cvalue import CValue, dims_literal, dtype_of
 from ..residency import on_gpu
@@ -181,6 +181,9 @@ class Tape:
         attention = attention_parts(self.f, e, t)
         if attention:
             return self.node_value(record_attention(self, attention, t, line), t)
+        plus = product_plus_parts(self.f, e, t)
+        if plus:
+            return self.node_value(record_product_plus(self, plus, t, line), t)
         if isinstance(lt, Tensor) and isinstance(rt, Tensor) and lt.rank and rt.rank:
             return self.node_value(self.record_tensor_pair(op, e, lt, rt, t), t)
         if _scalar_like(lt) and _scalar_like(rt) and left_tracked and right_tracked:
