@@ -328,18 +328,16 @@ static void gemm_f32_split512(gemm_args *g) {
     (g->n <= 32 ? gemm_f32_avx512 : gemm_f32_avx2)(g);
 }
 
-static void gemm_f64_split512(gemm_args *g) {
-    gemm_f64_avx2(g);
-}
+enum { GEMM_ZEN4 = MICA_ISA_AVX512 + 1 }; /* the blend's row, after the levels' */
 
 static const gemm_isa_entry gemm_isas[] = {
     {"sse2", gemm_f32_base, gemm_f64_base},
     {"avx2", gemm_f32_avx2, gemm_f64_avx2},
     {"avx512", gemm_f32_avx512, gemm_f64_avx512},
-    {"zen4", gemm_f32_split512, gemm_f64_split512}, /* MICA_CPU_SPLIT_512 */
+    {"zen4", gemm_f32_split512, gemm_f64_avx2}, /* GEMM_ZEN4, where MICA_CPU_SPLIT_512 */
 };
 
-/* The table's index is the level (mica_cpu.h), or 3 for the Zen 4 blend;
+/* The table's index is the level (mica_cpu.h), or GEMM_ZEN4 for the blend;
  * MICA_ISA and MICA_GEMM_ISA cap it. Naming any set in MICA_GEMM_ISA also
  * turns the blend off, so MICA_GEMM_ISA=avx512 runs (and tests) AVX-512's
  * kernels on every product there too. */
@@ -347,7 +345,7 @@ static int gemm_pick(void) {
     gemm_cpu_has_avx = mica_cpu_has_avx();
     int level = mica_isa_level("MICA_GEMM_ISA");
     bool blend = level == MICA_ISA_AVX512 && !getenv("MICA_GEMM_ISA") && mica_cpu_has(MICA_CPU_SPLIT_512);
-    return blend ? 3 : level;
+    return blend ? GEMM_ZEN4 : level;
 }
 #else
 static const gemm_isa_entry gemm_isas[] = {

@@ -3,8 +3,9 @@
 Builds tests/c/gemm_check.c with the runtime's GEMM and thread pool for
 x86_64 and aarch64 at -O2 and -O0, runs it under MICA_THREADS=1..4 (aarch64
 through qemu-aarch64-static) and, on x86_64, under every instruction set the
-CPU offers (MICA_GEMM_ISA), and the Zen 4 blend where the CPU picks it. Each run compares every output with the
-reference triple loop and prints a hash of all outputs; all hashes must agree.
+CPU offers (MICA_GEMM_ISA) and under the Zen 4 blend where the CPU picks it.
+Each run compares every output with the reference triple loop and prints a
+hash of all outputs; all hashes must agree.
 """
 
 from __future__ import annotations
