@@ -115,16 +115,21 @@ static inline void G(transpose16)(G(vec16) *r) {
 #endif
 }
 
-// ap is (kc, GMR): a full panel of row-major A (rows src + r*lda), by GL16 x GL16 transposes.
+// ap is (kc, GMR): a full panel of row-major A (rows src + r*lda), by GL16 x GL16
+// transposes; rows past the last whole GL16 (AVX2's 6-row float tile has 2) go one
+// element at a time, each along its own row of src.
 static void G(pack_a_rows)(GT *restrict ap, const GT *src, int64_t lda, int64_t kc) {
+    enum { whole = GMR / GL16 * GL16 };
     int64_t p = 0;
     for (; p + GL16 <= kc; p += GL16)
-        for (int r0 = 0; r0 < GMR; r0 += GL16) {
+        for (int r0 = 0; r0 < whole; r0 += GL16) {
             G(vec16) blk[GL16];
             for (int q = 0; q < GL16; q++) __builtin_memcpy(&blk[q], src + (r0 + q) * lda + p, 16);
             G(transpose16)(blk);
             for (int q = 0; q < GL16; q++) __builtin_memcpy(ap + (p + q) * GMR + r0, &blk[q], 16);
         }
+    for (int r = whole; r < GMR; r++)
+        for (int64_t q = 0; q < p; q++) ap[q * GMR + r] = src[r * lda + q];
     for (; p < kc; p++)
         for (int r = 0; r < GMR; r++) ap[p * GMR + r] = src[r * lda + p];
 }
@@ -136,7 +141,7 @@ static void G(pack_a)(GT *restrict ap, const gemm_args *g, int64_t i0, int64_t m
     const GT *a = g->a;
     for (int64_t ir = 0; ir < mc; ir += GMR, ap += kc * GMR * GAW) {
         int64_t mr = mc - ir < GMR ? mc - ir : GMR, i = i0 + ir;
-        if (mr == GMR && !GSPLAT && GMR % GL16 == 0) { // the common case, fast
+        if (mr == GMR && !GSPLAT) { // the common case, fast
             if (g->trans_a) // A(i,p) = a[p*lda + i]: a panel row is contiguous
                 for (int64_t p = 0; p < kc; p++)
                     __builtin_memcpy(ap + p * GMR, a + (p0 + p) * g->lda + i, GMR * sizeof(GT));
