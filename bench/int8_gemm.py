@@ -18,15 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
+from gpt_sizes import cpu_model
+
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ["bench/int8_gemm_bench.c", "runtime_c/mica_integer_gemm.c", "runtime_c/mica_integer_pack.c",
            "runtime_c/mica_cpu.c", "runtime_c/mica_threads.c"]
 KERNELS = ["sse2", "avx2", "avxvnni", "avx512vnni"]
-
-
-def cpu_model() -> str:
-    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    return next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")), "?")
 
 
 def numpy_seconds(m: int, k: int, n: int, rounds: int) -> float:
