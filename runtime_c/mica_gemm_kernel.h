@@ -129,7 +129,7 @@ static void G(pack_a_rows)(GT *restrict ap, const GT *src, int64_t lda, int64_t 
             for (int q = 0; q < GL16; q++) __builtin_memcpy(ap + (p + q) * GMR + r0, &blk[q], 16);
         }
     for (int r = whole; r < GMR; r++)
-        for (int64_t q = 0; q < p; q++) ap[q * GMR + r] = src[r * lda + q];
+        for (int64_t j = 0; j < p; j++) ap[j * GMR + r] = src[r * lda + j]; // the columns the transposes covered
     for (; p < kc; p++)
         for (int r = 0; r < GMR; r++) ap[p * GMR + r] = src[r * lda + p];
 }
