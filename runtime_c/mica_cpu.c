@@ -7,13 +7,14 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 
-// What the CPU has and the OS saves: MICA_ISA_BASE (SSE2), _AVX2 or _AVX512 (F).
+// What the CPU has and the OS saves: MICA_ISA_BASE (SSE2), _AVX2 (with FMA) or _AVX512 (F).
 // *avx tells whether AVX itself is usable.
 static int x86_level(bool *avx) {
     unsigned eax, ebx, ecx, edx;
     *avx = false;
     if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return MICA_ISA_BASE;
     if (!(ecx & (1u << 27)) || !(ecx & (1u << 28))) return MICA_ISA_BASE; /* OSXSAVE, AVX */
+    if (!(ecx & (1u << 12))) return MICA_ISA_BASE; /* FMA: the AVX2 array forms' exact products use it */
     unsigned xcr0, xcr0_hi;
     __asm__ volatile("xgetbv" : "=a"(xcr0), "=d"(xcr0_hi) : "c"(0));
     if ((xcr0 & 0x6) != 0x6) return MICA_ISA_BASE; /* XMM and YMM state */

@@ -6,10 +6,10 @@
  * only about speed.
  *
  * On x86_64 the level is the best the CPU has and the OS saves state for:
- * SSE2 (every x86_64), AVX2, AVX-512F. The environment variable
- * MICA_ISA=sse2|avx2|avx512 caps it for every kernel (tests run each set
- * this way); a kernel may honour a cap of its own as well (the GEMM reads
- * MICA_GEMM_ISA), and the lower cap wins. A cap above what the CPU offers,
+ * SSE2 (every x86_64), AVX2 with FMA (every AVX2 CPU made has both),
+ * AVX-512F. The environment variable MICA_ISA=sse2|avx2|avx512 caps it for
+ * every kernel (tests run each set this way); a kernel may honour a cap of
+ * its own as well (the GEMM reads MICA_GEMM_ISA), and the lower cap wins. A cap above what the CPU offers,
  * or any other value, changes nothing. aarch64 has one level, NEON.
  */
 #ifndef MICA_CPU_H

@@ -8,9 +8,11 @@
  *     rounded to nearest-even: SSE2/AVX2/AVX-512 use the MXCSR the scalar
  *     SSE2 code uses, NEON the FPCR of the scalar aarch64 code; neither
  *     flushes subnormals (Mica never sets FTZ or DAZ);
- *   - nothing is fused: the pragma below forbids contraction even if a build
- *     leaves -ffp-contract=on (AVX-512F brings FMA instructions with it),
- *     and there is no fast-math;
+ *   - nothing is fused by the compiler: the pragma below forbids
+ *     contraction even if a build leaves -ffp-contract=on, and there is no
+ *     fast-math. The one fma written out, gelu's exact products (VFMA: AVX2,
+ *     AVX-512, NEON), computes the exact rounding error Dekker's algorithm
+ *     computes, and runs only where that error is a float (two_prod);
  *   - integer steps ((int)kd, (T)k) give the same integers: the kernel
  *     reads (int)kd from the bits of kd + SHIFT (whose low bits hold it) and
  *     makes (T)k the reverse way, exactly (SSE2 and AVX2 cannot convert
@@ -43,18 +45,25 @@
 
 #define VB 16
 #define VNAME base
+#if defined(__aarch64__)
+#define VFMA 1 /* NEON has fma (fmla) */
+#else
+#define VFMA 0 /* SSE2 has none */
+#endif
 #include "mica_math_array_kernel.h"
 
 #if defined(__x86_64__)
-#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
 #define VB 32
 #define VNAME avx2
+#define VFMA 1
 #include "mica_math_array_kernel.h"
 #pragma clang attribute pop
 
 #pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
 #define VB 64
 #define VNAME avx512
+#define VFMA 1 /* AVX-512F brings FMA */
 #include "mica_math_array_kernel.h"
 #pragma clang attribute pop
 

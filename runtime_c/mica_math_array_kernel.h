@@ -3,6 +3,7 @@
  * after defining
  *   VB      vector width in bytes: 16 (SSE2, NEON), 32 (AVX2), 64 (AVX-512)
  *   VNAME   the suffix of this instruction set's names, e.g. avx2
+ *   VFMA    1 where the instruction set has a fused multiply-add, else 0
  * and it undefines them at the end. The functions themselves are in
  * mica_math_array.inc, written once for both float types.
  */
@@ -11,3 +12,4 @@
 
 #undef VB
 #undef VNAME
+#undef VFMA

@@ -145,6 +145,12 @@ static const float TANH_P_F32[] = {
 #define GELU_ZERO_F64 -25.0
 #define GELU_ONE_F32 10.0f
 #define GELU_ZERO_F32 -12.0f
+/* Below this |x| the array forms keep gelu's exact products on Dekker's
+ * path: C*x^3's exponent, -5 + 3*log2|x|, must be at least EMIN + 23
+ * (float) or EMIN + 52 (double) for an fma to give Dekker's error; the
+ * bound leaves a wide margin (-95 > -103 and -905 > -970). */
+#define GELU_FUSED_TINY_F64 0x1p-300
+#define GELU_FUSED_TINY_F32 0x1p-30f
 
 /* silu and silu_grad: below ZERO -0; silu_grad above ONE answers 1. */
 #define SILU_ZERO_F64 -800.0
