@@ -151,3 +151,24 @@ def test_adam_and_sgd_follow_the_formulas(tmp_path):
         s = s - 0.1 * vel
     np.testing.assert_allclose(floats(adam_line), w, rtol=1e-15)
     assert floats(sgd_line) == list(s)
+
+
+@pytest.mark.parametrize("element, far", [("float64", "-1.0e300"), ("float32", "-1.0e30")])
+def test_softmax_of_a_masked_tail_is_the_full_rows_bits(tmp_path, element, far):
+    """Softmax skips exp for a row's closing run of -infinity (a causal mask's);
+    the answer is the one a row ending in huge negatives gets through exp (whose
+    exp underflows to the same +0), digit for digit, and nan stays nan."""
+    rows = [["0.3", "-1.25", "X", "X"], ["2.5", "X", "X", "X"], ["X", "0.5", "1.5", "X"],
+            ["X", "X", "X", "X"], ["0.0", "X", "X", "X"]]
+
+    def program(tail: str) -> str:
+        body = "".join(f"  m[{r}, {c}] := {v.replace('X', tail)};\n" for r, row in enumerate(rows) for c, v in enumerate(row))
+        return (f"program S;\nvar m : matrix[5, 4] of {element}; inf : {element};\nbegin\n  inf := 1.0 / 0.0;\n{body}"
+                "  m[4, 0] := inf;\n  WriteLn(Softmax(m));\nend.\n")
+
+    (tmp_path / "masked").mkdir()
+    (tmp_path / "spread").mkdir()
+    masked = run_text(tmp_path / "masked", program("-inf")).stdout.split()
+    spread = run_text(tmp_path / "spread", program(far)).stdout.split()
+    assert len(masked) == 20 and masked[:12] == spread[:12]
+    assert masked[12:] == ["nan"] * 8  # all -inf: exp(-inf - -inf) is nan; inf - inf is nan, and so their sums
