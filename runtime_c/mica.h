@@ -35,6 +35,7 @@ _Noreturn void mica_trapf(int line, const char *format, ...);
 _Noreturn void mica_halt(int64_t code, int line);
 void *mica_alloc(size_t bytes, int line); /* zeroed; traps when memory runs out */
 void *mica_alloc_elements(int64_t count, size_t size, int line);
+void *mica_scratch(int64_t count, size_t size, int line); /* not zeroed: for scratch a kernel writes before it reads */
 int64_t mica_extent_product(int64_t rows, int64_t cols, int line);
 void mica_free(void *p);
 

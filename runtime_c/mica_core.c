@@ -86,13 +86,27 @@ void *mica_alloc(size_t bytes, int line) {
     return p;
 }
 
-/* count elements of size bytes each, zeroed; a count no memory could hold traps
- * instead of wrapping around to a small allocation. */
-void *mica_alloc_elements(int64_t count, size_t size, int line) {
+/* count * size, or a trap when no memory could hold that many: a count must
+ * not wrap around to a small allocation. */
+static size_t element_bytes(int64_t count, size_t size, int line) {
     size_t bytes;
     if (count < 0 || __builtin_mul_overflow((size_t)count, size, &bytes))
         mica_trapf(line, "out of memory: %lld elements of %zu bytes", (long long)count, size);
-    return mica_alloc(bytes, line);
+    return bytes;
+}
+
+/* count elements of size bytes each, zeroed */
+void *mica_alloc_elements(int64_t count, size_t size, int line) {
+    return mica_alloc(element_bytes(count, size, line), line);
+}
+
+/* The same without the zeroing: a kernel's scratch that it fills before it
+ * reads costs no memset (small products allocate theirs per call). */
+void *mica_scratch(int64_t count, size_t size, int line) {
+    size_t bytes = element_bytes(count, size, line);
+    void *p = malloc(bytes ? bytes : 1);
+    if (p == NULL) mica_trapf(line, "out of memory allocating %zu bytes", bytes);
+    return p;
 }
 
 void mica_free(void *p) {

@@ -155,20 +155,26 @@ def test_adam_and_sgd_follow_the_formulas(tmp_path):
 
 @pytest.mark.parametrize("element, far", [("float64", "-1.0e300"), ("float32", "-1.0e30")])
 def test_softmax_of_a_masked_tail_is_the_full_rows_bits(tmp_path, element, far):
-    """Softmax skips exp for a row's closing run of -infinity (a causal mask's);
-    the answer is the one a row ending in huge negatives gets through exp (whose
-    exp underflows to the same +0), digit for digit, and nan stays nan."""
-    rows = [["0.3", "-1.25", "X", "X"], ["2.5", "X", "X", "X"], ["X", "0.5", "1.5", "X"],
-            ["X", "X", "X", "X"], ["0.0", "X", "X", "X"]]
+    """A row's closing run of -infinity (a causal mask's) gets the answer a row
+    ending in huge negatives gets (their exp underflows to the same +0), digit
+    for digit, and nan stays nan. Rows of 40: tails of 37, 39, 19 and 0 elements,
+    longer than a vector of either type."""
+    cols = 40
+    live = {0: range(3), 1: range(1), 2: range(1, 21), 3: range(cols)}
+    rows = [[f"{0.25 * ((7 * r + 3 * c) % 11) - 1.0}" if c in live.get(r, ()) else "X" for c in range(cols)]
+            for r in range(6)]
+    rows[4] = ["X"] * cols  # all -inf
+    rows[5] = ["INF"] + ["X"] * (cols - 1)
 
     def program(tail: str) -> str:
-        body = "".join(f"  m[{r}, {c}] := {v.replace('X', tail)};\n" for r, row in enumerate(rows) for c, v in enumerate(row))
-        return (f"program S;\nvar m : matrix[5, 4] of {element}; inf : {element};\nbegin\n  inf := 1.0 / 0.0;\n{body}"
-                "  m[4, 0] := inf;\n  WriteLn(Softmax(m));\nend.\n")
+        body = "".join(f"  m[{r}, {c}] := {v.replace('X', tail).replace('INF', 'inf')};\n"
+                       for r, row in enumerate(rows) for c, v in enumerate(row))
+        return (f"program S;\nvar m : matrix[6, {cols}] of {element}; inf : {element};\nbegin\n"
+                f"  inf := 1.0 / 0.0;\n{body}  WriteLn(Softmax(m));\nend.\n")
 
     (tmp_path / "masked").mkdir()
     (tmp_path / "spread").mkdir()
     masked = run_text(tmp_path / "masked", program("-inf")).stdout.split()
     spread = run_text(tmp_path / "spread", program(far)).stdout.split()
-    assert len(masked) == 20 and masked[:12] == spread[:12]
-    assert masked[12:] == ["nan"] * 8  # all -inf: exp(-inf - -inf) is nan; inf - inf is nan, and so their sums
+    assert len(masked) == 6 * cols and masked[:4 * cols] == spread[:4 * cols]
+    assert masked[4 * cols:] == ["nan"] * 2 * cols  # exp(-inf - -inf) is nan; inf - inf is nan, and so their sums

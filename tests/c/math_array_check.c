@@ -10,7 +10,7 @@
  * scalar code tests, random bit patterns over every exponent, a sweep over
  * the exponents, and even sweeps over the ranges where the functions turn.
  * Every function runs over the whole set three ways: into another buffer
- * from an address one element off alignment (n odd, so the scalar tail
+ * from an address one element off alignment (n odd, so the padded tail
  * runs), in place, and in short pieces of every length up to four vectors
  * at every offset (guards around each piece must stay untouched). Each
  * result must equal the scalar function's bits.
@@ -158,7 +158,7 @@ static input_set make_inputs(int bits, double share) {
             push(&s, bits == 64 ? bits64(x) : bits32((float)x));
         }
     }
-    if (s.n % 2 == 0) push(&s, 0); /* odd: the scalar tail always runs */
+    if (s.n % 2 == 0) push(&s, 0); /* odd: the padded tail always runs */
     return s;
 }
 
