@@ -27,10 +27,10 @@ void mica_parallel_for(int64_t tasks, void (*body)(void *ctx, int64_t begin, int
 int mica_thread_count(void);
 
 /* Objects kept per thread, one per slot: the GEMM's packing buffers, the
- * integer GEMM's packed operands. mica_thread_local returns this thread's
+ * integer GEMM's packed operands, attention's scores. mica_thread_local returns this thread's
  * object in slot, made by make() on the thread's first call (NULL only if
  * make gives NULL); destroy(object) runs when the thread exits. */
-enum { MICA_LOCAL_GEMM, MICA_LOCAL_INTEGER_PACK, MICA_LOCAL_SLOTS };
+enum { MICA_LOCAL_GEMM, MICA_LOCAL_INTEGER_PACK, MICA_LOCAL_ATTENTION, MICA_LOCAL_SLOTS };
 void *mica_thread_local(int slot, void *(*make)(void), void (*destroy)(void *));
 
 #endif /* MICA_THREADS_H */
