@@ -9,8 +9,9 @@
  * SSE2 (every x86_64), AVX2 with FMA (every AVX2 CPU made has both),
  * AVX-512F. The environment variable MICA_ISA=sse2|avx2|avx512 caps it for
  * every kernel (tests run each set this way); a kernel may honour a cap of
- * its own as well (the GEMM reads MICA_GEMM_ISA), and the lower cap wins. A cap above what the CPU offers,
- * or any other value, changes nothing. aarch64 has one level, NEON.
+ * its own as well (the GEMM reads MICA_GEMM_ISA), and the lower cap wins. A
+ * cap above what the CPU offers, or any other value, changes nothing.
+ * aarch64 has one level, NEON.
  */
 #ifndef MICA_CPU_H
 #define MICA_CPU_H

@@ -504,7 +504,8 @@ static void integer_gemm(const int_kernel *K, int32_t *out, const void *a, int a
     mica_packed_b packed = mica_integer_packed(K, (size_t)(width * packed_depth(K, k)) * size, pack_b_all, b, k, n);
     int in_place = !K->wide && k % 4 == 0;
     int64_t most = ((k < KC ? k : KC) + group - 1) / group * group; /* the deepest block */
-    void *copy = in_place ? NULL : mica_integer_scratch((size_t)((m < MC ? m : MC) * most) * size);
+    size_t copy_bytes = (size_t)((m < MC ? m : MC) * most) * size;
+    void *copy = in_place ? NULL : mica_thread_scratch(MICA_LOCAL_INTEGER_SCRATCH, copy_bytes);
     for (int64_t p0 = 0; p0 < k; p0 += KC) {
         int64_t kc = k - p0 < KC ? k - p0 : KC, groups = (kc + group - 1) / group, depth = groups * group;
         const char *block = (const char *)packed.pack + (size_t)(p0 * width) * size;

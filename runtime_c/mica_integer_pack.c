@@ -33,8 +33,6 @@ typedef struct {
 typedef struct {
     entry way[SETS][WAYS];
     entry spare; /* for an operand over the cap: reused, never matched */
-    void *scratch;
-    size_t scratch_bytes;
     uint64_t clock;
     size_t bytes; /* held by the ways */
 } cache;
@@ -44,7 +42,6 @@ static void cache_free(void *p) {
     for (int s = 0; s < SETS; s++)
         for (int w = 0; w < WAYS; w++) mica_free(c->way[s][w].copy);
     mica_free(c->spare.copy);
-    mica_free(c->scratch);
     mica_free(c);
 }
 
@@ -140,14 +137,4 @@ mica_packed_b mica_integer_packed(const void *layout, size_t pack_bytes, mica_pa
     memset(e->columns, 0, (size_t)n * sizeof(int32_t));
     pack(layout, e->pack, e->columns, b, k, n);
     return (mica_packed_b){e->pack, e->columns};
-}
-
-void *mica_integer_scratch(size_t bytes) {
-    cache *c = this_thread();
-    if (bytes > c->scratch_bytes) {
-        mica_free(c->scratch);
-        c->scratch = mica_alloc(bytes, 0);
-        c->scratch_bytes = bytes;
-    }
-    return c->scratch;
 }

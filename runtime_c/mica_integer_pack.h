@@ -29,8 +29,4 @@ typedef struct {
 mica_packed_b mica_integer_packed(const void *layout, size_t pack_bytes, mica_pack_b_fn *pack, const int8_t *b,
                                   int64_t k, int64_t n);
 
-/* This thread's grow-only scratch of at least `bytes` (its contents are
- * undefined), for the GEMM's copies of a; valid until the thread's next call. */
-void *mica_integer_scratch(size_t bytes);
-
 #endif /* MICA_INTEGER_PACK_H */

@@ -2,7 +2,6 @@
  * and the conversions between the two on the tape. */
 #include "mica.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 /* A row operation's rows run on the pool when there is enough work to share;
@@ -29,36 +28,6 @@ static int64_t mica_tree_levels(int64_t n) {
     int64_t levels = 1;
     for (; n > 8; n = n - n / 2) levels++;
     return levels;
-}
-
-/* Attention's scores and weights, (2, m, n) per matrix: this thread's
- * grow-only buffer, valid until its next call. At 256 positions that is half
- * a megabyte, which malloc would map afresh (and fault in) on every call. */
-typedef struct {
-    void *data;
-    size_t bytes;
-} attention_scratch;
-
-static void *attention_scratch_make(void) {
-    return calloc(1, sizeof(attention_scratch));
-}
-
-static void attention_scratch_free(void *p) {
-    attention_scratch *s = p;
-    free(s->data);
-    free(s);
-}
-
-static void *mica_attention_scratch(int64_t count, size_t size) {
-    attention_scratch *s = mica_thread_local(MICA_LOCAL_ATTENTION, attention_scratch_make, attention_scratch_free);
-    if (s == NULL) mica_trap(0, "out of memory for attention's scratch");
-    size_t bytes = (size_t)count * size;
-    if (bytes > s->bytes) {
-        free(s->data);
-        s->data = mica_scratch(count, size, 0);
-        s->bytes = bytes;
-    }
-    return s->data;
 }
 
 #define MICA_PER_FLOAT "mica_ops.inc"

@@ -225,3 +225,32 @@ void *mica_thread_local(int slot, void *(*make)(void), void (*destroy)(void *)) 
     }
     return l->object[slot];
 }
+
+typedef struct {
+    void *data;
+    size_t bytes;
+} scratch_buffer;
+
+static void *scratch_buffer_make(void) {
+    return calloc(1, sizeof(scratch_buffer));
+}
+
+static void scratch_buffer_free(void *p) {
+    scratch_buffer *s = p;
+    free(s->data);
+    free(s);
+}
+
+void *mica_thread_scratch(int slot, size_t bytes) {
+    scratch_buffer *s = mica_thread_local(slot, scratch_buffer_make, scratch_buffer_free);
+    if (s != NULL && (s->data == NULL || bytes > s->bytes)) {
+        free(s->data);
+        s->data = malloc(bytes ? bytes : 1);
+        s->bytes = s->data ? bytes : 0;
+    }
+    if (s == NULL || s->data == NULL) {
+        fprintf(stderr, "mica: out of memory for a thread's scratch (%zu bytes)\n", bytes);
+        abort();
+    }
+    return s->data;
+}

@@ -13,6 +13,7 @@
 #ifndef MICA_THREADS_H
 #define MICA_THREADS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* body(ctx, begin, end) handles tasks begin <= t < end. */
@@ -27,10 +28,17 @@ void mica_parallel_for(int64_t tasks, void (*body)(void *ctx, int64_t begin, int
 int mica_thread_count(void);
 
 /* Objects kept per thread, one per slot: the GEMM's packing buffers, the
- * integer GEMM's packed operands, attention's scores. mica_thread_local returns this thread's
- * object in slot, made by make() on the thread's first call (NULL only if
- * make gives NULL); destroy(object) runs when the thread exits. */
-enum { MICA_LOCAL_GEMM, MICA_LOCAL_INTEGER_PACK, MICA_LOCAL_ATTENTION, MICA_LOCAL_SLOTS };
+ * integer GEMM's packed operands and its copies of a, attention's scores.
+ * mica_thread_local returns this thread's object in slot, made by make() on
+ * the thread's first call (NULL only if make gives NULL); destroy(object)
+ * runs when the thread exits. */
+enum { MICA_LOCAL_GEMM, MICA_LOCAL_INTEGER_PACK, MICA_LOCAL_INTEGER_SCRATCH, MICA_LOCAL_ATTENTION, MICA_LOCAL_SLOTS };
 void *mica_thread_local(int slot, void *(*make)(void), void (*destroy)(void *));
+
+/* This thread's grow-only buffer in slot, of at least `bytes` (contents
+ * undefined), valid until the thread's next call for that slot: scratch that
+ * is reused warm instead of malloc mapping a large block afresh each call.
+ * Aborts with a message when memory runs out, as mica_thread_local does. */
+void *mica_thread_scratch(int slot, size_t bytes);
 
 #endif /* MICA_THREADS_H */
