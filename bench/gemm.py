@@ -13,15 +13,15 @@ products of examples/gpt/gpt.mica's training step at three sizes: the example
 parameters (B8 T256 C384 H6): the per-head projection [B*T, C] x [C, HS], the
 attention scores [T, HS] x [HS, T], the MLP, and their gradient forms.
 
-`--fma` adds a column for the rule docs/determinism.md rejects: the same
-kernels built with -ffp-contract=fast, so each multiply and add of a sum is
-fused into one vfmadd (AVX2 and AVX-512 only; the SSE2 kernel has no fma).
-Its bits differ from Mica's; it is here to measure what the rule costs.
+`--unfused` adds a column for the rule docs/determinism.md replaced: the same
+kernels built with -DGEMM_UNFUSED, each step a separate multiply and add
+(two roundings). Its bits differ from Mica's; it is here to measure what
+the fused rule gains.
 
 Not a test. Usage: python bench/gemm.py [--shapes square|gpt|SHAPE...] [--threads 1 2]
            [--isa sse2|avx2|avx512]   (caps Mica's instruction set, see mica_gemm.h)
            [--rounds 3]               (best of this many rounds, the sides alternating)
-           [--fma]                    (also time the fused build)
+           [--unfused]                (also time the separate-roundings build)
            [--cpu-clock]              (one thread on a shared machine: time both
                                        sides by CPU time, not the wall clock)
 
@@ -45,7 +45,7 @@ from gpt_sizes import cpu_model
 
 ROOT = Path(__file__).resolve().parent.parent
 FLAGS = ["-static", "-O2", "-ffp-contract=off", "-fno-sanitize=undefined"]
-SOURCES = ["bench/gemm_bench.c", "runtime_c/mica_gemm.c", "runtime_c/mica_cpu.c", "runtime_c/mica_threads.c"]
+SOURCES = ["bench/gemm_bench.c", "runtime_c/mica_gemm.c", "runtime_c/mica_fma.c", "runtime_c/mica_cpu.c", "runtime_c/mica_threads.c"]
 
 SQUARE = ["64", "128", "256", "512", "1024", "2048"]
 
@@ -108,11 +108,10 @@ NUMPY_CHILD = textwrap.dedent(
 )
 
 
-def build(out: Path, contract: str = "off", cpu_clock: bool = False) -> Path:
+def build(out: Path, unfused: bool = False, cpu_clock: bool = False) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    exe = out / ("gemm_bench" if contract == "off" else "gemm_bench_fma")
-    flags = [f if f != "-ffp-contract=off" else f"-ffp-contract={contract}" for f in FLAGS]
-    flags += ["-DBENCH_CPU_CLOCK"] if cpu_clock else []
+    exe = out / ("gemm_bench_unfused" if unfused else "gemm_bench")
+    flags = FLAGS + (["-DGEMM_UNFUSED"] if unfused else []) + (["-DBENCH_CPU_CLOCK"] if cpu_clock else [])
     cmd = [sys.executable, "-m", "ziglang", "cc", "-target", "x86_64-linux-musl", *flags, *SOURCES, "-o", str(exe)]
     subprocess.run(cmd, cwd=ROOT, check=True)
     return exe
@@ -155,7 +154,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--isa", choices=["sse2", "avx2", "avx512"], default=None)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--fma", action="store_true")
+    ap.add_argument("--unfused", action="store_true")
     ap.add_argument("--cpu-clock", action="store_true")
     args = ap.parse_args()
     if args.cpu_clock and args.threads != [1]:
@@ -171,8 +170,8 @@ def main() -> None:
     shapes = [s for g in groups.values() for s in g]
 
     exes = {"mica": build(ROOT / "build" / "bench", cpu_clock=args.cpu_clock)}
-    if args.fma:
-        exes["fma"] = build(ROOT / "build" / "bench", contract="fast", cpu_clock=args.cpu_clock)
+    if args.unfused:
+        exes["unfused"] = build(ROOT / "build" / "bench", unfused=True, cpu_clock=args.cpu_clock)
     best, headers, blas = {side: {} for side in (*exes, "numpy")}, [], ""
     for _ in range(args.rounds):  # alternate the sides, keep each cell's best
         for t in args.threads:
@@ -191,16 +190,16 @@ def main() -> None:
     print("numpy:", blas)
     for name, group in groups.items():
         print(f"\n{name}")
-        fused = f" {'fma GFLOP/s':>12} {'fma/mica':>8}" if args.fma else ""
-        print(f"{'shape':>18} {'dtype':>8} {'threads':>7} {'mica GFLOP/s':>13} {'numpy GFLOP/s':>14} {'ratio':>6}{fused}")
+        unfused = f" {'unfused GFLOP/s':>16} {'mica/unfused':>12}" if args.unfused else ""
+        print(f"{'shape':>18} {'dtype':>8} {'threads':>7} {'mica GFLOP/s':>13} {'numpy GFLOP/s':>14} {'ratio':>6}{unfused}")
         for shape in group:
             for dtype in ("float32", "float64"):
                 for t in args.threads:
                     key = (dtype, shape, t)
                     m, p = best["mica"][key], best["numpy"][key]
                     row = f"{shape:>18} {dtype:>8} {t:>7} {m:>13.1f} {p:>14.1f} {m / p:>6.2f}"
-                    if args.fma:
-                        row += f" {best['fma'][key]:>12.1f} {best['fma'][key] / m:>8.2f}"
+                    if args.unfused:
+                        row += f" {best['unfused'][key]:>16.1f} {m / best['unfused'][key]:>12.2f}"
                     print(row)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FLAGS = ["-static", "-O2", "-ffp-contract=off", "-fno-sanitize=undefined"]
-SOURCES = ["bench/gemm_bench.c", "runtime_c/mica_gemm.c", "runtime_c/mica_cpu.c", "runtime_c/mica_threads.c"]
+SOURCES = ["bench/gemm_bench.c", "runtime_c/mica_gemm.c", "runtime_c/mica_fma.c", "runtime_c/mica_cpu.c", "runtime_c/mica_threads.c"]
 MACRO = {"sse2": "BASE", "avx2": "AVX2", "avx512": "AVX512"}
 LANES = {"sse2": 16, "avx2": 32, "avx512": 64}  # bytes per vector
 SHAPES = {

@@ -351,6 +351,7 @@ void mica_check_shape(int64_t got, int64_t want, int line, const char *what);
 #define MICA_GLUE(a, b) MICA_GLUE_(a, b)
 #define MICA_GLUE_(a, b) a##b
 
+#include "mica_fma.h"
 #include "mica_gemm.h"
 #include "mica_threads.h"
 

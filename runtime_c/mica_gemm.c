@@ -4,7 +4,7 @@
  *
  *     acc = 0
  *     for p = 0 .. k-1, in increasing order:
- *         acc = acc + A(i,p) * B(p,j)     -- product rounded, then sum rounded
+ *         acc = fma(A(i,p), B(p,j), acc)  -- the exact acc + A*B, rounded once
  *     c[i*ldc + j] = accumulate ? c[i*ldc + j] + acc : acc
  *
  * with A(i,p) = trans_a ? a[p*lda + i] : a[i*lda + p] and
@@ -14,8 +14,11 @@
  * thread count) performs exactly these IEEE operations per element, so the
  * bits agree across runs, MICA_THREADS, -O0/-O2, SSE2/AVX2/AVX-512/NEON and
  * x86_64/aarch64. What makes that hold:
- *   - no fused multiply-add: built with -ffp-contract=off and no fast-math;
- *     IEEE mul and add round identically in every vector unit used here;
+ *   - IEEE 754 defines fused multiply-add to one rounding: x86's FMA3
+ *     (vfmadd), AArch64's fmla and PTX's fma.rn give the same bits, and so
+ *     does mica_fma.c's software, which the SSE2 kernels (x86_64 CPUs
+ *     without FMA) use; nothing else is fused (-ffp-contract=off, no
+ *     fast-math);
  *   - vectors span j (a row of c), never p, so no sum is reassociated;
  *   - blocking over k carries the running sum through c in order; an
  *     accumulating product runs k <= GEMM_ACC_BLOCKS*GEMM_KC as one block
@@ -38,6 +41,7 @@
  */
 #include "mica_gemm.h"
 #include "mica_cpu.h"
+#include "mica_fma.h"
 #include "mica_threads.h"
 
 #include <stdio.h>
@@ -56,7 +60,9 @@
 
 /* ------------------------------------------------------------ reference */
 
-// c is (m,n), op(a) is (m,k), op(b) is (k,n): the contract, literally.
+// c is (m,n), op(a) is (m,k), op(b) is (k,n): the contract, literally, with
+// the software fma: the test of every fast path against it is also a test of
+// the instruction against the software.
 #define MICA_GEMM_REFERENCE(T, S)                                                                \
     void mica_gemm_reference_##S(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,    \
                                  const T *a, int64_t lda, const T *b, int64_t ldb, T *c,         \
@@ -67,7 +73,7 @@
                 for (int64_t p = 0; p < k; p++) {                                                \
                     T x = trans_a ? a[p * lda + i] : a[i * lda + p];                             \
                     T y = trans_b ? b[j * ldb + p] : b[p * ldb + j];                             \
-                    acc = acc + x * y;                                                           \
+                    acc = mica_soft_fma_##S(x, y, acc);                                          \
                 }                                                                                \
                 c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc : acc;                        \
             }                                                                                    \
@@ -230,11 +236,12 @@ static void *gemm_scratch(int slot, size_t bytes) {
 #include "mica_gemm_kernel.h"
 
 #if defined(__x86_64__)
-// The same code at 32 and 64 bytes. Only mul and add are emitted (the
-// target string enables no contraction: -ffp-contract=off still rules).
+// The same code at 32 and 64 bytes. The AVX2 level includes FMA3
+// (mica_cpu.h); the target strings enable the written fmas, and
+// -ffp-contract=off still keeps the compiler from fusing anything else.
 #undef GEMM_SPLAT
 #define GEMM_SPLAT 0 /* AVX2 and AVX-512 broadcast straight from memory */
-#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
 #define GT float
 #define GT_IS_FLOAT 1
 #define GNAME f32_avx2

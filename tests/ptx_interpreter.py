@@ -10,7 +10,7 @@ The model:
     an instruction reads them as its type says, as the hardware does;
   - float arithmetic is numpy float32/float64 scalar arithmetic, so every
     add/sub/mul/div/sqrt (which must name .rn) rounds as IEEE round-to-nearest;
-    no flush-to-zero;
+    fma.rn is computed exactly (fractions) and rounded once; no flush-to-zero;
   - `{ }` blocks scope their declarations (a name declared in an inner block
     hides the outer one), resolved once when the text is parsed;
   - global memory is a set of numpy-backed buffers, each at its own 4 GiB
@@ -26,10 +26,12 @@ The model:
 
 from __future__ import annotations
 
+import math
 import re
 import struct
 from collections import Counter
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
@@ -64,6 +66,36 @@ def to_float(bits: int, t: str):
 
 def from_float(x, t: str) -> int:
     return int(np.float32(x).view(np.uint32)) if t == "f32" else int(np.float64(x).view(np.uint64))
+
+
+def _round_to_odd(x: Fraction) -> float:
+    """The float64 next to x whose last bit is odd, or x itself when it is a
+    float64: rounding that to float32 rounds x correctly (53 >= 2*24 + 2 bits)."""
+    d = float(x)
+    if Fraction(d) == x:
+        return d
+    if abs(Fraction(d)) > abs(x):  # rounded away from zero: truncate instead
+        d = math.nextafter(d, 0.0)
+    return struct.unpack("<d", struct.pack("<Q", struct.unpack("<Q", struct.pack("<d", d))[0] | 1))[0]
+
+
+def fused_multiply_add(a, b, c, t: str):
+    """IEEE fma of numpy scalars of type t: a*b + c rounded once, to nearest even."""
+    kind = np.float32 if t == "f32" else np.float64
+    if not (np.isfinite(a) and np.isfinite(b)):
+        return kind(np.float64(a) * np.float64(b) + np.float64(c))  # inf*0 and inf-inf make the NaN
+    if not np.isfinite(c):
+        return c
+    exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+    if exact == 0:  # a zero's sign: -0 only when the product's and c's signs are both negative
+        negative = (math.copysign(1.0, a) * math.copysign(1.0, b) < 0) and math.copysign(1.0, c) < 0
+        return kind(-0.0 if negative and (a == 0 or b == 0) and c == 0 else 0.0)
+    try:
+        near = _round_to_odd(exact) if t == "f32" else float(exact)
+    except OverflowError:
+        near = math.inf if exact > 0 else -math.inf
+    with np.errstate(over="ignore"):
+        return kind(near)
 
 
 def _bits(x, t: str) -> int:
@@ -564,6 +596,17 @@ class _Compiler:
 
     def op_div(self, mods, ops, text, guard):
         return self._arith("div", mods, ops, text)
+
+    def op_fma(self, mods, ops, text, guard):
+        self.expect(mods, [{"rn"}, FLOAT_TYPES], text)
+        t = mods[1]
+        self.arity(ops, 4, text)
+        d, a, b, c = self.dest(ops[0], t), self.source(ops[1], t), self.source(ops[2], t), self.source(ops[3], t)
+
+        def run(f):
+            f.r[d] = from_float(fused_multiply_add(to_float(a(f), t), to_float(b(f), t), to_float(c(f), t), t), t)
+
+        return run
 
     def op_rem(self, mods, ops, text, guard):
         return self._arith("rem", mods, ops, text)

@@ -4,8 +4,9 @@ Builds tests/c/gemm_check.c with the runtime's GEMM and thread pool for
 x86_64 and aarch64 at -O2 and -O0, runs it under MICA_THREADS=1..4 (aarch64
 through qemu-aarch64-static) and, on x86_64, under every instruction set the
 CPU offers (MICA_GEMM_ISA) and under the Zen 4 blend where the CPU picks it.
-Each run compares every output with the reference triple loop and prints a
-hash of all outputs; all hashes must agree.
+Each run compares every output with the reference triple loop (whose steps
+are the software fma) and prints a hash of all outputs; all hashes must
+agree. tests/c/fma_check.c holds the software fma to the instruction itself.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ["tests/c/gemm_check.c", "runtime_c/mica_gemm.c", "runtime_c/mica_cpu.c", "runtime_c/mica_threads.c"]
+SOURCES = ["tests/c/gemm_check.c", "runtime_c/mica_gemm.c", "runtime_c/mica_fma.c", "runtime_c/mica_cpu.c", "runtime_c/mica_threads.c"]
 FLAGS = ["-static", "-ffp-contract=off", "-fno-sanitize=undefined", "-Wall", "-Wextra", "-Werror"]
 LINE = re.compile(r"isa (\w+) threads (\d+) cases (\d+) mismatches (\d+) hash ([0-9a-f]{16})")
 
@@ -102,3 +103,31 @@ def test_aarch64_equals_x86_64(harness, x86_hash, aarch64):
     results = run_all(jobs)
     assert {r["isa"] for r in results} == {"neon"}
     assert [r["hash"] for r in results] == [x86_hash] * len(jobs)
+
+
+# ------------------------------------------------------------ the software fma
+
+FMA_SOURCES = ["tests/c/fma_check.c", "runtime_c/mica_fma.c", "runtime_c/mica_cpu.c"]
+FMA_LINE = re.compile(r"(f32|f64) cases (\d+) mismatches (\d+)")
+
+
+def fma_check(tmp_path: Path, target: str, runner: list[str]) -> dict[str, int]:
+    exe = tmp_path / f"fma_check_{target}"
+    subprocess.run([sys.executable, "-m", "ziglang", "cc", "-target", target, "-O2", *FLAGS, *FMA_SOURCES, "-o", str(exe)],
+                   cwd=ROOT, check=True, capture_output=True, text=True)
+    proc = subprocess.run([*runner, str(exe), "2000000"], capture_output=True, text=True, timeout=300)
+    found = {m[1]: int(m[3]) for m in FMA_LINE.finditer(proc.stdout)}
+    assert set(found) == {"f32", "f64"} and proc.returncode == 0, proc.stdout + proc.stderr
+    return found
+
+
+def test_x86_64_software_fma_is_the_instruction(tmp_path):
+    """The SSE2 kernels' fma (and the reference's) against vfmadd, 2M operand triples per type."""
+    if " fma " not in f" {Path('/proc/cpuinfo').read_text().replace(chr(10), ' ')} ":
+        pytest.skip("this CPU has no FMA3 instruction to compare the software with")
+    assert fma_check(tmp_path, "x86_64-linux-musl", []) == {"f32": 0, "f64": 0}
+
+
+@pytest.mark.qemu
+def test_aarch64_software_fma_is_the_instruction(tmp_path, aarch64):
+    assert fma_check(tmp_path, "aarch64-linux-musl", [aarch64]) == {"f32": 0, "f64": 0}

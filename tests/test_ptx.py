@@ -129,6 +129,7 @@ def test_the_runtime_header_of_signatures_is_generated():
     ("add.f32 %a, %b, %c;", "without .rn"),
     ("mul.rn.ftz.f32 %a, %b, %c;", ".ftz"),
     ("fma.rn.f64 %a, %b, %c, %d;", "fused"),
+    ("mad.rn.f32 %a, %b, %c, %d;", "mad"),
     ("div.approx.f32 %a, %b, %c;", ".approx"),
     ("atom.global.add.f32 %a, [%b], %c;", "atomic"),
     ("ex2.approx.f32 %a, %b;", ".approx"),
@@ -139,10 +140,23 @@ def test_rules_are_enforced(line, why):
         ptx._check("mica_x_f32", "    " + line + "\n")
 
 
+def test_a_dot_products_kernel_may_fuse_and_no_other():
+    ptx._check("mica_gemm_f32", "    fma.rn.f32 %a, %b, %c, %a;\n", fused=True)
+    with pytest.raises(ptx.PtxError, match="mad"):
+        ptx._check("mica_gemm_f32", "    mad.rn.f32 %a, %b, %c, %a;\n", fused=True)
+    fused = {name for name, k in ptx.KERNELS.items() if k.text.split("\n", 1)[0].endswith("; fused=yes")}
+    assert {re.sub(r"_f(32|64)$", "", name) for name in fused} == {
+        "mica_gemm", "mica_dot", "mica_softmax_back_rows", "mica_conv2d", "mica_conv2d_back_x", "mica_conv2d_back_k"}
+
+
 def test_rendered_kernels_keep_the_rules(module_text):
     body = "\n".join(line for line in module_text.splitlines() if not line.lstrip().startswith("//"))
-    assert not re.search(r"\.(ftz|approx)\b|\b(fma|mad|atom|red)\.", body)
+    assert not re.search(r"\.(ftz|approx)\b|\b(mad|atom|red)\.", body)
     assert not re.search(r"\b(add|sub|mul|div|sqrt)\.f(32|64)\b", body)
+    assert set(re.findall(r"\bfma\.\w+\.\w+", body)) == {"fma.rn.f32", "fma.rn.f64"}
+    for kernel in re.split(r"(?=^// mica-kernel )", module_text, flags=re.M)[1:]:
+        if "fma." in kernel:
+            assert "; fused=yes" in kernel.split("\n", 1)[0], kernel.split("\n", 1)[0]
 
 
 def test_literals_are_the_c_literals():
@@ -178,7 +192,7 @@ def test_a_kernel_that_cannot_render_is_named(body, why, tmp_path, monkeypatch):
 def test_interpreter_refuses_what_it_does_not_know():
     head = ".version 7.0\n.target sm_70\n.address_size 64\n"
     for body, word in [
-        ("fma.rn.f32 %a, %a, %a, %a;", "fma"),
+        ("fma.rz.f32 %a, %a, %a, %a;", "fma"),
         ("add.f32 %a, %a, %a;", "add"),
         ("sin.approx.f32 %a, %a;", "sin"),
         ("add.rn.ftz.f32 %a, %a, %a;", "ftz"),
@@ -226,11 +240,17 @@ def test_interpreter_semantics():
     setp.neu.f32 %p, 0f7FC00000, 0f3F800000;
     selp.u32 %b, 1, 0, %p;
     st.global.u32 [%o+40], %b;
+    mov.f32 %x, 0f3F800800;
+    fma.rn.f32 %x, %x, %x, 0fBF801000;
+    st.global.f32 [%o+44], %x;
+    mov.f32 %x, 0f15F79688;
+    fma.rn.f32 %x, %x, 0f95F79688, 0f00000000;
+    st.global.f32 [%o+48], %x;
     ret;
 }
 """
     memory = pi.Memory()
-    out = memory.alloc(np.zeros(48, np.uint8))
+    out = memory.alloc(np.zeros(52, np.uint8))
     pi.launch(pi.Module(text), "k", [out], memory, block=1)
     raw = memory.array(out, np.uint8).tobytes()
     f32 = np.frombuffer(raw[:12], np.uint32)
@@ -239,6 +259,10 @@ def test_interpreter_semantics():
     assert np.frombuffer(raw[32:36], np.float32)[0] == np.float32(np.int64(2**60 + 2**36 + 1))  # rounded once
     assert float(np.frombuffer(raw[32:36], np.float32)[0]) == 2**60 + 2**37
     assert list(np.frombuffer(raw[36:44], np.uint32)) == [0, 1]  # ne is ordered, neu is not
+    # fma rounds once: (1 + 2^-12)^2 - (1 + 2^-11) is 2^-24 exactly (mul.rn, then add.rn, would give 0);
+    # -(1e-25)^2 underflows to -0, which keeps the exact result's sign
+    assert np.frombuffer(raw[44:48], np.float32)[0] == np.float32(2.0**-24)
+    assert np.frombuffer(raw[48:52], np.uint32)[0] == 0x80000000
 
 
 

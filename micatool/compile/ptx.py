@@ -261,9 +261,10 @@ def _chunks(text: str) -> list[tuple[str, str, str, str]]:
 
 
 # Rules of docs/gpu.md, checked on every rendered kernel and function.
+_NO_FMA = (re.compile(r"^\s*(@!?%\w+\s+)?(fma|mad)\.\S*f(32|64)", re.M), "uses a fused multiply-add")
 _RULES = [
     (re.compile(r"\.(ftz|approx)\b"), "uses .ftz or .approx"),
-    (re.compile(r"^\s*(@!?%\w+\s+)?(fma|mad)\.\S*f(32|64)", re.M), "uses a fused multiply-add"),
+    (re.compile(r"^\s*(@!?%\w+\s+)?mad\.\S*f(32|64)", re.M), "uses mad (a dot product's step is fma.rn)"),
     (re.compile(r"^\s*(@!?%\w+\s+)?(atom|red)\.", re.M), "uses an atomic"),
     (re.compile(r"^\s*(@!?%\w+\s+)?(add|sub|mul|div|sqrt)\.f(32|64)\b", re.M), "has a float operation without .rn"),
     (re.compile(r"^\s*(@!?%\w+\s+)?(rcp|rsqrt|ex2|lg2|sin|cos|tanh)\.", re.M), "uses an approximate function"),
@@ -272,9 +273,11 @@ _RULES = [
 ]
 
 
-def _check(name: str, text: str) -> None:
+def _check(name: str, text: str, fused: bool = False) -> None:
+    """Raise PtxError where the text breaks a rule. fused: the kernel is a dot
+    product's loop, whose step is fma.rn as on the host (mica_gemm.c)."""
     code = re.sub(r"//[^\n]*", "", text)
-    for rule, why in _RULES:
+    for rule, why in _RULES if fused else [*_RULES, _NO_FMA]:
         if m := rule.search(code):
             raise PtxError(f"{name} {why}: {m.group(0).strip()!r}")
 
@@ -296,7 +299,6 @@ _PARAM_KINDS = {"u64": "ptr", "s64": "int", "u32": "flag", "f32": "scalar", "f64
 
 def _kernel(family: str, dtype: str, name: str, attributes: str, text: str) -> Kernel:
     """A kernel's entry in KERNELS, read from its rendered text and its marker's attributes."""
-    _check(name, text)
     where = f"{family}.ptx.j2 ({dtype}): {name}"
     signature = re.search(r"\.entry\s+\w+\((.*?)\)", text, re.S)
     if signature is None:
@@ -304,8 +306,9 @@ def _kernel(family: str, dtype: str, name: str, attributes: str, text: str) -> K
     params = tuple(Param(p, t, _PARAM_KINDS[t]) for t, p in re.findall(r"\.param\s+\.(\w+)\s+(\w+)", signature.group(1)))
     calls = tuple(dict.fromkeys(_CALL.findall(text)))
     attrs = dict(part.strip().split("=", 1) for part in attributes.split(";"))
-    if "threads" not in attrs or not attrs.keys() <= {"threads", "grid_y"}:
-        raise PtxError(f"{where}: the marker says {attributes.strip()!r}, not threads=... and maybe grid_y=...")
+    if "threads" not in attrs or not attrs.keys() <= {"threads", "grid_y", "fused"}:
+        raise PtxError(f"{where}: the marker says {attributes.strip()!r}, not threads=... and maybe grid_y=..., fused=yes")
+    _check(name, text, fused=attrs.get("fused") == "yes")
     names = {p.name for p in params if p.kind in ("int", "flag")} | {"batch"}
     try:
         threads = parse_extent(attrs["threads"], names)
