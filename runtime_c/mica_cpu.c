@@ -59,14 +59,6 @@ bool mica_cpu_has(int feature) {
         if (level < MICA_ISA_AVX512 || !__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
         return (ebx & (1u << 30)) && (ecx & (1u << 11)); /* AVX512BW, AVX512_VNNI */
     }
-    if (feature == MICA_CPU_SPLIT_512) {
-        if (level < MICA_ISA_AVX512 || !__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
-        bool amd = ebx == 0x68747541 && edx == 0x69746e65 && ecx == 0x444d4163; /* "AuthenticAMD" */
-        __get_cpuid(1, &eax, &ebx, &ecx, &edx);
-        unsigned family = (eax >> 8) & 0xF;
-        if (family == 0xF) family += (eax >> 20) & 0xFF; /* the extended family counts only above base 0xF */
-        return amd && family == 0x19; /* Zen 4 (Zen 3, also 19h, has no AVX-512; Zen 5 is 1Ah, full width) */
-    }
     if (feature == MICA_CPU_AVX_VNNI) {
         if (level < MICA_ISA_AVX2 || !__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return false;
         return eax & (1u << 4); /* AVX-VNNI */

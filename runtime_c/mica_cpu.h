@@ -38,7 +38,6 @@ enum {
     MICA_CPU_AVX512_VNNI = 0, /* x86_64: AVX512F + BW + VNNI (vpdpbusd on zmm) */
     MICA_CPU_AVX_VNNI = 1,    /* x86_64: AVX2 + AVX-VNNI (vpdpbusd on ymm) */
     MICA_CPU_DOTPROD = 2,     /* aarch64: sdot/udot (HWCAP_ASIMDDP) */
-    MICA_CPU_SPLIT_512 = 3,   /* x86_64: AVX512F run as two 256-bit halves per operation (AMD family 19h, Zen 4) */
 };
 bool mica_cpu_has(int feature);
 

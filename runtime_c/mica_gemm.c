@@ -324,35 +324,22 @@ typedef struct {
 } gemm_isa_entry;
 
 #if defined(__x86_64__)
-/* Zen 4 runs each 512-bit operation as two 256-bit halves. Timed there by CPU
- * time at one thread (bench/gemm.py --cpu-clock, the GPT's shapes), AVX2's 6x16
- * tile of separate multiplies and adds ran 1.04-1.24x as fast as AVX-512's
- * 8x32 on float32 products wider than 32 columns and 1.10-1.24x on every
- * float64 one, while the 16x16 AVX-512 tile stayed 1.5x ahead on products 16
- * columns wide. So such a CPU takes each product to the faster one; the bits
- * are the same either way. */
-static void gemm_f32_split512(gemm_args *g) {
-    (g->n <= 32 ? gemm_f32_avx512 : gemm_f32_avx2)(g);
-}
-
-enum { GEMM_ZEN4 = MICA_ISA_AVX512 + 1 }; /* the blend's row, after the levels' */
-
+/* Zen 4 runs each 512-bit operation as two 256-bit halves, yet its AVX-512
+ * tiles run as fast as AVX2's there once the steps are fused (0.95-1.06x on
+ * the GPT's wide products, best of 5 by CPU time, one thread), so every CPU
+ * takes the widest set it has. Before fma, AVX2's tile was 1.04-1.24x ahead
+ * on Zen 4 and products wider than 32 columns went to it. */
 static const gemm_isa_entry gemm_isas[] = {
     {"sse2", gemm_f32_base, gemm_f64_base},
     {"avx2", gemm_f32_avx2, gemm_f64_avx2},
     {"avx512", gemm_f32_avx512, gemm_f64_avx512},
-    {"zen4", gemm_f32_split512, gemm_f64_avx2}, /* GEMM_ZEN4, where MICA_CPU_SPLIT_512 */
 };
 
-/* The table's index is the level (mica_cpu.h), or GEMM_ZEN4 for the blend;
- * MICA_ISA and MICA_GEMM_ISA cap it. Naming any set in MICA_GEMM_ISA also
- * turns the blend off, so MICA_GEMM_ISA=avx512 runs (and tests) AVX-512's
- * kernels on every product there too. */
+/* The table's index is the level (mica_cpu.h), which MICA_ISA and
+ * MICA_GEMM_ISA cap. */
 static int gemm_pick(void) {
     gemm_cpu_has_avx = mica_cpu_has_avx();
-    int level = mica_isa_level("MICA_GEMM_ISA");
-    bool blend = level == MICA_ISA_AVX512 && !getenv("MICA_GEMM_ISA") && mica_cpu_has(MICA_CPU_SPLIT_512);
-    return blend ? GEMM_ZEN4 : level;
+    return mica_isa_level("MICA_GEMM_ISA");
 }
 #else
 static const gemm_isa_entry gemm_isas[] = {

@@ -27,11 +27,9 @@ MICA_GEMM(double, f64)
 #undef MICA_GEMM
 
 /* The instruction set the fast path runs on: "avx512", "avx2", "sse2" or
- * "neon", or "zen4": AVX-512 for products at most 32 columns wide and AVX2
- * for the rest, on a CPU that runs 512-bit operations in two halves. On
- * x86_64 it is chosen once from CPUID (mica_cpu.h); MICA_ISA or
- * MICA_GEMM_ISA=sse2|avx2|avx512 caps it, and any MICA_GEMM_ISA names the
- * set exactly (all give the same bits; tests use this to check that). */
+ * "neon". On x86_64 it is chosen once from CPUID (mica_cpu.h); MICA_ISA or
+ * MICA_GEMM_ISA=sse2|avx2|avx512 caps it (all give the same bits; tests use
+ * this to check that). */
 const char *mica_gemm_isa(void);
 
 #endif /* MICA_GEMM_H */
