@@ -51,6 +51,19 @@
 #define GEMM_LOAD 1 /* micro-kernel: start from c (a later k block) */
 #define GEMM_ADD 2  /* micro-kernel: c = c + acc at the end */
 
+/* One step of a sum, on any scalar or vector type: fma's single rounding, the
+ * instruction wherever a kernel's target has it. -DGEMM_UNFUSED builds the
+ * rule this replaced, a multiply and an add, for bench/gemm.py --unfused
+ * only: not Mica's bits. */
+#if defined(GEMM_UNFUSED)
+#define GFMA(x, y, acc) ((acc) + (x) * (y))
+#else
+#define GFMA(x, y, acc) __builtin_elementwise_fma(x, y, acc)
+#endif
+/* x in every lane of a vector of type V. x - 0 is x for every x (0 + x would
+ * turn -0 into +0). */
+#define GSPLAT_OF(V, x) ((x) - (V){0})
+
 #ifndef GEMM_SMALL_WORK
 #define GEMM_SMALL_WORK (8.0 * 8 * 8) /* m*n*k below which packing does not pay */
 #endif

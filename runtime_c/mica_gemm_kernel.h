@@ -14,7 +14,8 @@
  *               tile shape at a width whose other paths exist already
  *   GNARROW, GNARROW_COLS   such a blocked product, taken for products at
  *               most GNARROW_COLS wide
- * and undefines them all at the end.
+ * and undefines them all at the end. GFMA and GSPLAT_OF (one step of a
+ * sum, and a scalar in every lane) come from mica_gemm.c, once for all.
  *
  * Shape legend: a micro-tile of c is (GMR, GNR); a packed A panel is
  * (kc, GMR), k-major; a packed B panel is (kc, GNR), k-major.
@@ -44,39 +45,29 @@ static inline void G(storeu)(GT *p, G(vec) v) {
 }
 
 // acc + x*y rounded once (mica_fma.h). AVX2 (with FMA), AVX-512 and NEON
-// have the instruction; x86_64's SSE2 kernels, for CPUs without it, take
-// the software lane by lane. -DGEMM_UNFUSED builds the rule this replaced,
-// a multiply and an add, for bench/gemm.py --unfused only: not Mica's bits.
-#if GVB == 16 && defined(__x86_64__)
+// have the instruction (GFMA); x86_64's SSE2 kernels, for CPUs without it,
+// take the software lane by lane.
+#if GVB == 16 && defined(__x86_64__) && !defined(GEMM_UNFUSED)
 #define GSOFT_FMA 1
 #else
 #define GSOFT_FMA 0
 #endif
 
 static inline GT G(fma1)(GT x, GT y, GT acc) {
-#if defined(GEMM_UNFUSED)
-    return acc + x * y;
-#elif GSOFT_FMA
+#if GSOFT_FMA
     return _Generic(acc, float: mica_soft_fma_f32, double: mica_soft_fma_f64)(x, y, acc);
 #else
-    return __builtin_elementwise_fma(x, y, acc);
+    return GFMA(x, y, acc);
 #endif
 }
 
 static inline G(vec) G(fma)(G(vec) x, G(vec) y, G(vec) acc) {
-#if defined(GEMM_UNFUSED)
-    return acc + x * y;
-#elif GSOFT_FMA
+#if GSOFT_FMA
     for (int l = 0; l < GVL; l++) acc[l] = G(fma1)(x[l], y[l], acc[l]);
     return acc;
 #else
-    return __builtin_elementwise_fma(x, y, acc);
+    return GFMA(x, y, acc);
 #endif
-}
-
-// x in every lane. x - 0 is x for every x (0 + x would turn -0 into +0).
-static inline G(vec) G(splat)(GT x) {
-    return x - (G(vec)){0};
 }
 
 /* ------------------------------------------------------------ micro-kernel */
@@ -99,7 +90,7 @@ static void G(micro)(int64_t kc, const GT *restrict ap, const GT *restrict bp,
 #if GSPLAT
             G(vec) ar = G(loadu)(ap + r * GVL);
 #else
-            G(vec) ar = G(splat)(ap[r]);
+            G(vec) ar = GSPLAT_OF(G(vec), ap[r]);
 #endif
 #pragma clang loop unroll(full)
             for (int v = 0; v < GNV; v++) acc[r][v] = G(fma)(bv[v], ar, acc[r][v]);
@@ -324,7 +315,7 @@ static void G(small)(const gemm_args *g) {
         if (!g->trans_b) {
             for (; j + GVL <= g->n; j += GVL) {
                 G(vec) acc = {0};
-                for (int64_t p = 0; p < g->k; p++) acc = G(fma)(G(loadu)(b + p * g->ldb + j), G(splat)(G(a_at)(g, i, p)), acc);
+                for (int64_t p = 0; p < g->k; p++) acc = G(fma)(G(loadu)(b + p * g->ldb + j), GSPLAT_OF(G(vec), G(a_at)(g, i, p)), acc);
                 if (g->accumulate) acc = G(loadu)(ci + j) + acc;
                 G(storeu)(ci + j, acc);
             }
@@ -332,7 +323,7 @@ static void G(small)(const gemm_args *g) {
                 G(vec16) acc = {0}, x;
                 for (int64_t p = 0; p < g->k; p++) {
                     __builtin_memcpy(&x, b + p * g->ldb + j, sizeof x);
-                    acc = __builtin_elementwise_fma(x, G(a_at)(g, i, p) - (G(vec16)){0}, acc);
+                    acc = GFMA(x, GSPLAT_OF(G(vec16), G(a_at)(g, i, p)), acc); // only where GVB > 16: the instruction
                 }
                 if (g->accumulate) __builtin_memcpy(&x, ci + j, sizeof x), acc = x + acc;
                 __builtin_memcpy(ci + j, &acc, sizeof acc);
@@ -368,7 +359,7 @@ static void G(thin_task)(void *ctx, int64_t s0, int64_t s1) {
             for (int64_t r = 0; r < g->m; r++) {
                 GT ar = G(a_at)(g, r, p), *ac = acc + r * ws;
                 for (int64_t j = 0; j < wv; j += GVL)
-                    G(storeu)(ac + j, G(fma)(G(loadu)(bp + j), G(splat)(ar), G(loadu)(ac + j)));
+                    G(storeu)(ac + j, G(fma)(G(loadu)(bp + j), GSPLAT_OF(G(vec), ar), G(loadu)(ac + j)));
                 for (int64_t j = wv; j < w; j++) ac[j] = G(fma1)(ar, bp[j], ac[j]);
             }
         }

@@ -82,14 +82,13 @@ def _round_to_odd(x: Fraction) -> float:
 def fused_multiply_add(a, b, c, t: str):
     """IEEE fma of numpy scalars of type t: a*b + c rounded once, to nearest even."""
     kind = np.float32 if t == "f32" else np.float64
-    if not (np.isfinite(a) and np.isfinite(b)):
-        return kind(np.float64(a) * np.float64(b) + np.float64(c))  # inf*0 and inf-inf make the NaN
+    if not (np.isfinite(a) and np.isfinite(b)) or a == 0 or b == 0:
+        return kind(np.float64(a) * np.float64(b) + np.float64(c))  # the product is exact: one rounding, the add's
     if not np.isfinite(c):
         return c
     exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
-    if exact == 0:  # a zero's sign: -0 only when the product's and c's signs are both negative
-        negative = (math.copysign(1.0, a) * math.copysign(1.0, b) < 0) and math.copysign(1.0, c) < 0
-        return kind(-0.0 if negative and (a == 0 or b == 0) and c == 0 else 0.0)
+    if exact == 0:
+        return kind(0.0)  # a nonzero product cancelled exactly: +0
     try:
         near = _round_to_odd(exact) if t == "f32" else float(exact)
     except OverflowError:
