@@ -25,7 +25,6 @@ Not a test: the rates vary with the machine and its load.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import io
 import os
 import re
@@ -48,16 +47,11 @@ from micatool.compile import compile_program, load_source  # noqa: E402
 from micatool.link.build import cached_build  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "examples" / "gpt"))
 from gpt_sizes import cpu_model, sized  # noqa: E402
+import to_torch  # noqa: E402
 
 CORPUS = ROOT / "examples" / "gpt" / "corpus.txt"
-
-
-def to_torch():
-    spec = importlib.util.spec_from_file_location("to_torch", ROOT / "examples" / "gpt" / "to_torch.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def run(binary: Path, *args: str) -> str:
@@ -88,10 +82,10 @@ def state_size(model) -> int:
     return buffer.tell()
 
 
-def torch_rate(tt, model, c, alphabet, ids, n: int) -> float:
+def torch_rate(model, c, alphabet, ids, n: int) -> float:
     train_end = len(ids) * 9 // 10
     started = time.perf_counter()
-    tt.sample(model, c, alphabet, ids[train_end:train_end + c["T"]], n)
+    to_torch.sample(model, c, alphabet, ids[train_end:train_end + c["T"]], n)
     return n / (time.perf_counter() - started)
 
 
@@ -109,9 +103,8 @@ def main() -> None:
     run(binary, "--steps", str(args.steps), "--save", str(checkpoint))
     run(binary, "--load", str(checkpoint), "--steps", str(args.steps), "--save-int8", str(quantized))
 
-    tt = to_torch()
     torch.set_num_threads(1)
-    model, _, c, alphabet = tt.load(str(checkpoint))
+    model, _, c, alphabet = to_torch.load(str(checkpoint))
     model.eval()
     qmodel = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
     id_of = {byte: i for i, byte in enumerate(alphabet)}
@@ -120,11 +113,11 @@ def main() -> None:
 
     mica, torch_float, torch_int8 = [], [], []
     with torch.no_grad():
-        losses = (tt.validation_loss(model, c, ids), tt.validation_loss(qmodel, c, ids))
+        losses = (to_torch.validation_loss(model, c, ids), to_torch.validation_loss(qmodel, c, ids))
         for _ in range(args.repeats):  # interleaved, best of each
             mica.append(mica_figures(run(binary, "--load", str(checkpoint), "--steps", str(args.steps), "--int8")))
-            torch_float.append(torch_rate(tt, model, c, alphabet, ids, n))
-            torch_int8.append(torch_rate(tt, qmodel, c, alphabet, ids, n))
+            torch_float.append(torch_rate(model, c, alphabet, ids, n))
+            torch_int8.append(torch_rate(qmodel, c, alphabet, ids, n))
     m = mica[0]
     mica_float, mica_int8 = max(r["float rate"] for r in mica), max(r["int8 rate"] for r in mica)
     float_size = weights_only(checkpoint, work / "weights.safetensors")

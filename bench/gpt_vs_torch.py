@@ -21,7 +21,6 @@ Not a test: the throughput numbers vary with the machine and its load.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import re
 import shutil
@@ -38,7 +37,9 @@ from safetensors.torch import load_file
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "examples" / "gpt"))
 
+import to_torch  # noqa: E402
 from gpt_sizes import CORPUS, SIZES, constants, corpus_ids, cpu_model, sized, windows  # noqa: E402
 
 from micatool import targets  # noqa: E402
@@ -83,17 +84,10 @@ class TorchGpt(torch.nn.Module):
         return F.layer_norm(x, (k["C"],), p("embed.lnfg"), p("embed.lnfb"), eps=1e-5) @ p("embed.wte").T
 
 
-def to_torch():
-    spec = importlib.util.spec_from_file_location("to_torch", ROOT / "examples" / "gpt" / "to_torch.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def torch_model(kind: str, init: Path, k: dict[str, int]):
     """The model and its AdamW, from Mica's initial weights: lr, betas, eps and decay as gpt.mica's."""
     if kind == "nanoGPT":
-        model, optimizer, _, _ = to_torch().load(str(init))
+        model, optimizer, _, _ = to_torch.load(str(init))
         return model, optimizer
     weights = {name: value for name, value in load_file(str(init)).items()
                if name.startswith(("embed.", "twins[")) and value.dtype == torch.float32}

@@ -14,7 +14,6 @@ torch and safetensors, which the GPU machine has, and exits 3 where torch
 sees no CUDA device.
 """
 
-import importlib.util
 import sys
 import time
 from pathlib import Path
@@ -23,14 +22,11 @@ import torch
 import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "examples" / "gpt"))
+
+import to_torch  # noqa: E402
+
 CORPUS = ROOT / "examples" / "gpt" / "corpus.txt"
-
-
-def to_torch():
-    spec = importlib.util.spec_from_file_location("to_torch", ROOT / "examples" / "gpt" / "to_torch.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def first_batch(path: str) -> tuple[float, torch.Tensor, torch.Tensor]:
@@ -45,7 +41,7 @@ def main(init: str, batch: str, steps: int) -> None:
         print("torch sees no CUDA device")
         sys.exit(3)
     cuda = torch.device("cuda")
-    model, _, c, alphabet = to_torch().load(init)
+    model, _, c, alphabet = to_torch.load(init)
     model = model.to(cuda)
     params = dict(model.named_parameters())
     matrices = [p for p in params.values() if p.dim() == 2]
