@@ -36,7 +36,7 @@ RUN_FAILED = 101  # `run`'s own failure, distinct from any status its program gi
 
 def cmd_check(args) -> int:
     try:
-        front_end(load_source(args.program), keep_tree=False)
+        front_end(load_source(args.program), keep_tree=False, include=includes(args))
     except CompileError as e:
         if not args.json:
             raise
@@ -48,19 +48,19 @@ def cmd_check(args) -> int:
 
 
 def cmd_emit_c(args) -> int:
-    sys.stdout.write(compile_program(load_source(args.program)).c)
+    sys.stdout.write(_compile(args, args.program).c)
     return 0
 
 
 def cmd_emit_ptx(args) -> int:
-    sys.stdout.write(compile_program(load_source(args.program)).ptx)
+    sys.stdout.write(_compile(args, args.program).ptx)
     return 0
 
 
 def cmd_explain(args) -> int:
     from .compile.places import explain_table
 
-    sys.stdout.write(explain_table(front_end(load_source(args.program))))
+    sys.stdout.write(explain_table(front_end(load_source(args.program), include=includes(args))))
     return 0
 
 
@@ -74,8 +74,13 @@ def _build_binary(program: CProgram, target: targets.Target, tier: str, output: 
     return output
 
 
-def _compile(path: str) -> CProgram:
-    return compile_program(load_source(path))
+def _compile(args, path: str) -> CProgram:
+    return compile_program(load_source(path), includes(args))
+
+
+def includes(args) -> tuple[str, ...]:
+    """The -I folders, where units are looked for after the folder of the file that uses them."""
+    return tuple(args.include or ())
 
 
 def output_path(args, default: str) -> Path:
@@ -92,7 +97,7 @@ def output_path(args, default: str) -> Path:
 def cmd_build(args) -> int:
     target = targets.resolve(args.target)
     output = output_path(args, Path(args.program).stem)
-    _build_binary(_compile(args.program), target, args.tier, output, args.symbols)
+    _build_binary(_compile(args, args.program), target, args.tier, output, args.symbols)
     return 0
 
 
@@ -106,7 +111,7 @@ def cmd_image(args) -> int:
         raise UsageError("--overwrite moves a registry tag: it goes with --push")
     if args.push:
         registry.push_target(args.push)  # a bad reference is told before anything is built
-    program = _compile(args.program)
+    program = _compile(args, args.program)
     if program.uses_gpu and not args.base:
         raise image.ImageError(f"{args.program} uses the GPU, so its binary needs glibc (docs/gpu.md): "
                                f"pass --base with a glibc image, such as --base {bases.SUGGESTED_BASE}")
@@ -158,7 +163,7 @@ def cmd_size(args) -> int:
     wanted = [targets.resolve(word.strip()) for word in args.target.split(",")]
     for path in args.program:
         name = size.program_name(Path(path))
-        program = _compile(path)
+        program = _compile(args, path)
         for target in wanted:
             sizes = size.section_sizes(_build_binary(program, target, "fast", None))
             arch = target.name.split("-")[0]
@@ -177,7 +182,7 @@ def cmd_size(args) -> int:
 
 def cmd_run(args) -> int:
     try:
-        binary = _build_binary(_compile(args.program), targets.native(), args.tier, None)
+        binary = _build_binary(_compile(args, args.program), targets.native(), args.tier, None)
     except Exception as e:
         raise RunFailed(e) from e
     sys.stdout.flush()
@@ -200,7 +205,8 @@ def cmd_notebook(args) -> int:
     path = Path(args.notebook)
     if not path.exists():
         raise UsageError(f"cannot read the notebook '{args.notebook}'")
-    return (notebook.run if args.action == "run" else notebook.verify)(path, args.tier, targets.resolve(args.target))
+    return (notebook.run if args.action == "run" else notebook.verify)(path, args.tier, targets.resolve(args.target),
+                                                                       includes(args))
 
 
 def cmd_version(args) -> int:
@@ -263,6 +269,10 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
                                   "machine's (default: native)")
         else:
             sub.add_argument("program", help="a .mica source file")
+        if name not in ("help", "version"):
+            sub.add_argument("-I", dest="include", action="append", metavar="DIR",
+                             help="look for units in DIR too (after the using file's folder, before MICA_PATH's); "
+                                  "may be given more than once")
         if name in ("build", "run", "notebook"):
             sub.add_argument("--tier", choices=targets.TIERS, default="checked",
                              help="debug (no optimisation, every check), checked (default), fast (no checks)")

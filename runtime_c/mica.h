@@ -20,9 +20,17 @@
 
 /* ------------------------------------------------------------ program */
 
-/* The generated program defines these two. */
-extern const char mica_source_name[];
+/* The generated program defines these. Its files are its own, then its
+ * units': a line the compiler gives holds the file's place among them above
+ * MICA_FILE_LINE_BITS (micatool/diagnostics.py), so one int names a file and
+ * a line. */
+extern const char *const mica_source_names[];
+extern const int mica_source_count;
 void mica_program(void);
+
+#define MICA_FILE_LINE_BITS 24
+/* "file.mica:12" of a line the compiler gave, into out (size bytes). */
+void mica_where(char *out, size_t size, int line);
 
 /* The line of the statement running, which generated code keeps up to date
  * (each routine puts back its caller's on return). A trap given line 0 names

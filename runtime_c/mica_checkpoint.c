@@ -436,8 +436,10 @@ static bool refuse(const char *name, int line, bool must, const char *format, ..
     vsnprintf(why, sizeof why, format, args);
     va_end(args);
     if (must) mica_trapf(line, "cannot load '%s': %s", name, why);
+    char where[300];
+    mica_where(where, sizeof where, line);
     mica_flush();
-    fprintf(stderr, "%s:%d: cannot load '%s': %s\n", mica_source_name, line, name, why);
+    fprintf(stderr, "%s: cannot load '%s': %s\n", where, name, why);
     return false;
 }
 

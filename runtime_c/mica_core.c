@@ -26,15 +26,26 @@ _Thread_local int mica_line;
 static int program_argc;
 static char **program_argv;
 
+void mica_where(char *out, size_t size, int line) {
+    int file = line >> MICA_FILE_LINE_BITS;
+    if (mica_source_count == 1 || file >= mica_source_count) /* one file: every line is its own */
+        snprintf(out, size, "%s:%d", mica_source_names[0], line);
+    else
+        snprintf(out, size, "%s:%d", mica_source_names[file], line & ((1 << MICA_FILE_LINE_BITS) - 1));
+}
+
 /* "prog.mica:12: what" and a newline into out (size bytes); line 0 is the
  * running statement's, and before any statement ran there is none to name. */
 static size_t trap_text(char *out, size_t size, int line, const char *what) {
+    char where[300];
     int n;
     if (line == 0) line = mica_line;
-    if (line == 0)
-        n = snprintf(out, size, "%s: before the first statement: %s\n", mica_source_name, what);
-    else
-        n = snprintf(out, size, "%s:%d: %s\n", mica_source_name, line, what);
+    if (line == 0) {
+        n = snprintf(out, size, "%s: before the first statement: %s\n", mica_source_names[0], what);
+    } else {
+        mica_where(where, sizeof where, line);
+        n = snprintf(out, size, "%s: %s\n", where, what);
+    }
     return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
 }
 

@@ -37,8 +37,8 @@ def _lark() -> lark.Lark:
     return _parser()[0]
 
 
-def parse(source: SourceFile) -> ast.Program:
-    """The program's tree, or the CompileError that says what is wrong with it."""
+def parse(source: SourceFile) -> ast.Program | ast.Unit:
+    """The file's tree, or the CompileError that says what is wrong with it."""
     reporter = Reporter(source)
     parser, builder = _parser()
     builder._start(Reporter(source))
@@ -245,6 +245,7 @@ class Builder:
     def _start(self, reporter: Reporter) -> None:
         self.reporter = reporter
         self.too_large: list[ast.IntLit] = []  # 2**63: fine only as -9223372036854775808
+        self.units: set[str] = set()  # the units a qualified name may name: those used so far, and this one
         self._heights.clear()
 
     def _height(self, node) -> int:
@@ -275,9 +276,31 @@ class Builder:
 
     # -- program and declarations
 
-    def start(self, name, *rest):
+    def program(self, name, uses, *rest):
         *sections, body = rest
-        return ast.Program(*_at(name), str(name), _flatten(sections), body)
+        return ast.Program(*_at(name), str(name), _flatten(sections), body, uses=uses or [])
+
+    def unit(self, heading, _interface, interface_uses, *rest):
+        split = next(i for i, item in enumerate(rest) if isinstance(item, Token) and item.type == "IMPLEMENTATION")
+        interface, (implementation_uses, *rest) = rest[:split], rest[split + 1:]
+        *sections, _initialization, initialization, end = rest
+        name, at = heading
+        return ast.Unit(*at, name, interface_uses or [], _flatten(interface), implementation_uses or [],
+                        _flatten(sections), initialization or [], end_line=end.line)
+
+    def unit_heading(self, name):
+        self.units.add(str(name))
+        return str(name), _at(name)
+
+    def uses(self, names):
+        self.units.update(n for n, _ in names)
+        return [ast.Use(*at, name) for name, at in names]
+
+    def procedure_heading(self, name, params):
+        return ast.Heading(*_at(name), "procedure", str(name), params or [], None)
+
+    def function_heading(self, name, params, result):
+        return ast.Heading(*_at(name), "function", str(name), params or [], result)
 
     def const_section(self, *decls):
         return list(decls)
@@ -314,6 +337,9 @@ class Builder:
 
     def named_type(self, name):
         return ast.NamedType(*_at(name), str(name))
+
+    def qualified_type(self, unit, name):
+        return ast.NamedType(*_at(unit), str(name), unit=str(unit))
 
     def shaped_type(self, name, dims, element):
         return ast.ShapedType(*_at(name), str(name), dims, element)
@@ -408,6 +434,8 @@ class Builder:
         return ast.Index(*_at(base), base, indices)
 
     def field(self, base, name):
+        if isinstance(base, ast.Name) and base.unit is None and base.ident in self.units:
+            return ast.Name(base.line, base.col, str(name), unit=base.ident)  # a unit's name, qualified
         return ast.Field(*_at(name), base, str(name))
 
     def call(self, callee, args):
