@@ -108,8 +108,11 @@ class CompileError(Exception):
     the stage stopped at MAX_ERRORS before looking further."""
 
     def __init__(self, diagnostics: list[Diagnostic], stopped: bool = False):
-        # the units' files first, in the order they are checked, then the program's
-        self.diagnostics = sorted(diagnostics, key=lambda d: (d.file_index == 0, d.file_index, d.pos.line, d.pos.col))
+        # by file, the units' first in the order they are checked, then the program's
+        # (or, before the files have their places, in the order the files were met)
+        met = {name: i for i, name in reversed(list(enumerate(d.source.name for d in diagnostics)))}
+        self.diagnostics = sorted(diagnostics, key=lambda d: (d.file_index == 0, d.file_index, met[d.source.name],
+                                                              d.pos.line, d.pos.col))
         self.stopped = stopped
         text = "\n".join(d.render() for d in self.diagnostics)
         if stopped:

@@ -148,17 +148,22 @@ def cells(notebook: Path, lines: list[str]) -> list[Cell]:
 
 
 def main_begin(text: str) -> tuple[int, int] | None:
-    """The line (1-based) that ends the `program Name;` header, and the line of the main
-    `begin`; None when the program does not parse (its compilation will say why) or
-    when the header or the `begin` shares its line with a declaration."""
+    """The line (1-based) that ends the `program Name;` header (and its uses clause), and
+    the line of the main `begin`; None when the program does not parse (its compilation
+    will say why) or when the header or the `begin` shares its line with a declaration."""
     parser = Parser(text)
     try:
         parser.expect("program")
         parser.take("NAME")
         header = parser.line
         parser.expect(";")
+        if parser.kind == "uses":
+            parser.advance()
+            parser.name_list()
+            header = parser.line
+            parser.expect(";")
         after_header = parser.line
-        parser.declarations(routines=True)
+        parser.declarations(parser.routine)
     except (Fallback, RecursionError):
         return None
     if parser.kind != "begin" or after_header == header and parser.line != header \
@@ -205,12 +210,15 @@ def run_cell(notebook: Path, number: int, cell: Cell, source: Source, tier: str,
     units a cell uses are looked for beside the notebook, then in `include`."""
     from .link import build
 
-    cell_source = SourceFile(str(notebook.parent / f"{notebook.name}#{number}"), source.text)
+    name = f"{notebook.name}#{number}"
+    cell_source = SourceFile(str(notebook.parent / name), source.text)  # its units are beside the notebook
     try:
         program = compile_program(cell_source, include)
     except CompileError as e:
         if cell.options.refused:
-            return str(e) + "\n"
+            shown = SourceFile(name, source.text)
+            return str(CompileError([Diagnostic(shown, d.pos, d.code, d.message) if d.source is cell_source else d
+                                     for d in e.diagnostics], e.stopped)) + "\n"
         whole = SourceFile(str(notebook), notebook.read_text())
         raise CompileError([Diagnostic(whole, Pos(source.lines[d.pos.line - 1], d.pos.col), d.code, d.message)
                             if d.source is cell_source else d for d in e.diagnostics], e.stopped) from None

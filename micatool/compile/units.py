@@ -69,6 +69,7 @@ class Loader:
         self.include = include
         self.done: dict[Path, UnitFile] = {}  # by the file's resolved path
         self.by_name: dict[str, UnitFile] = {}
+        self.unreadable: set[Path] = set()  # told once, however many files use it
         self.order: list[UnitFile] = []
         self.diagnostics: list[Diagnostic] = []
 
@@ -97,7 +98,7 @@ class Loader:
                 self.error(source, use.pos, 3011, f"units use each other in a circle: {steps}")
             elif found in self.done:
                 self.check_one_per_name(source, use, self.done[found])
-            else:
+            elif found not in self.unreadable:
                 self.load_unit(source, use, found, chain)
 
     def find(self, source: SourceFile, use: ast.Use) -> Path | None:
@@ -116,9 +117,11 @@ class Loader:
             unit_source = load_source(display_path(found))
             tree = parse(unit_source)
         except SourceError as e:
+            self.unreadable.add(found)
             self.error(source, use.pos, 3010, f"unit '{use.name}': {e}")
             return
         except CompileError as e:
+            self.unreadable.add(found)
             self.diagnostics.extend(e.diagnostics)
             return
         if not isinstance(tree, ast.Unit):

@@ -191,7 +191,7 @@ class Analyzer:
     def routine_bodies(self, first: int) -> None:
         """The bodies of the routines the file declares (from routine number `first`)."""
         for routine in self.routines[first:]:
-            if isinstance(routine.decl, ast.Routine):
+            if isinstance(routine.decl, ast.Routine) and routine not in self.declarations.misheaded:
                 self.declarations.routine_body(routine)
 
     # -- names
@@ -217,7 +217,7 @@ class Analyzer:
             self.error(e, 3016, f"'{ident}' is declared by units {both}: write {qualified}")
             return None
         if isinstance(symbol, UnitSymbol):
-            self.error(e, 3025, f"'{ident}' is a unit, not a {what}: name one of its declarations, as {ident}.Name")
+            self.error(e, 3025, f"'{ident}' is a unit: name one of its declarations, as {ident}.Name")
             return None
         if symbol is not None:
             return symbol

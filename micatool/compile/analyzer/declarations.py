@@ -12,6 +12,7 @@ from .rules import GLOBALS_LIMIT_BYTES, STREAM_ALONE, STREAM_COPIED, not_address
 class Declarations:
     def __init__(self, analyzer):
         self.a = analyzer  # the program's state, and through it the other parts
+        self.misheaded: set[RoutineSymbol] = set()  # bodies under another heading than the interface's: unchecked
 
     def declaration(self, decl: ast.Node, scope: Scope) -> None:
         if isinstance(decl, ast.ConstDecl):
@@ -128,7 +129,8 @@ class Declarations:
             if (decl.kind, decl.params, decl.result) != (heading.kind, heading.params, heading.result):
                 self.a.error(decl, 3015, f"this heading of '{decl.name}' differs from the interface's, at line "
                                          f"{self.a.line_of(heading.pos)}: a body repeats its heading exactly")
-            routine.decl = decl  # checked against the interface's heading, the one other files call
+                self.misheaded.add(routine)  # its body is written for another heading: no error of its own
+            routine.decl = decl
 
     def check_bodies_given(self, routines: list[RoutineSymbol]) -> None:
         """Every heading of a unit's interface has its body in the implementation."""
