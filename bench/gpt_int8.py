@@ -4,10 +4,11 @@ dynamic quantization of the same weights, on the CPU, one thread.
     python bench/gpt_int8.py [--steps N] [--repeats R] [--size example|large]
 
 1. Mica trains examples/gpt/gpt.mica (the example's size, or a larger one whose
-   products dominate) and saves a checkpoint and its int8 model (--save-int8).
-2. The trained binary is run again R times on the checkpoint with --int8: each
-   run prints both validation losses and both sampling rates; the best rates
-   of the R runs are kept.
+   products dominate) and saves a checkpoint; examples/gpt/int8.mica writes its
+   int8 model (--save-int8).
+2. int8.mica is run again R times on the checkpoint: each run prints both
+   validation losses and both sampling rates; the best rates of the R runs are
+   kept.
 3. PyTorch loads the same checkpoint into the nanoGPT-shaped model of
    examples/gpt/to_torch.py and quantizes it with
    torch.ao.quantization.quantize_dynamic (every nn.Linear to int8); its float
@@ -52,6 +53,7 @@ from gpt_sizes import cpu_model, sized  # noqa: E402
 import to_torch  # noqa: E402
 
 CORPUS = ROOT / "examples" / "gpt" / "corpus.txt"
+INT8 = ROOT / "examples" / "gpt" / "int8.mica"
 
 
 def run(binary: Path, *args: str) -> str:
@@ -97,11 +99,12 @@ def main() -> None:
     args = parser.parse_args()
     print(f"CPU: {cpu_model()}; one thread; {args.size} size, {args.steps} training steps")
 
-    binary = cached_build(compile_program(load_source(str(sized(args.size)))), targets.native(), "fast")
+    trainer, int8 = (cached_build(compile_program(load_source(str(program))), targets.native(), "fast")
+                     for program in (sized(args.size), sized(args.size, INT8)))
     work = Path(tempfile.mkdtemp(prefix="gpt-int8-"))
     checkpoint, quantized = work / "gpt.safetensors", work / "gpt-int8.safetensors"
-    run(binary, "--steps", str(args.steps), "--save", str(checkpoint))
-    run(binary, "--load", str(checkpoint), "--steps", str(args.steps), "--save-int8", str(quantized))
+    run(trainer, "--steps", str(args.steps), "--save", str(checkpoint))
+    run(int8, "--load", str(checkpoint), "--save-int8", str(quantized))
 
     torch.set_num_threads(1)
     model, _, c, alphabet = to_torch.load(str(checkpoint))
@@ -115,7 +118,7 @@ def main() -> None:
     with torch.no_grad():
         losses = (to_torch.validation_loss(model, c, ids), to_torch.validation_loss(qmodel, c, ids))
         for _ in range(args.repeats):  # interleaved, best of each
-            mica.append(mica_figures(run(binary, "--load", str(checkpoint), "--steps", str(args.steps), "--int8")))
+            mica.append(mica_figures(run(int8, "--load", str(checkpoint))))
             torch_float.append(torch_rate(model, c, alphabet, ids, n))
             torch_int8.append(torch_rate(qmodel, c, alphabet, ids, n))
     m = mica[0]

@@ -1,7 +1,8 @@
 """examples/gpt/gpt.mica at other sizes, for the benches that measure it.
 
-The GPT takes its shapes from constants, so a size is a copy of the source
-with some of them replaced; the example's own file is never changed.
+The GPT takes its shapes from constants, so a size is a copy of the program
+and the units beside it with some of them replaced; the example's own files
+are never changed.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ SIZES = {
 
 
 def constants(program: Path) -> dict[str, int]:
-    """The program's integer constants, as it declares them."""
-    return {name: int(value) for name, value in re.findall(r"\n    (\w+) = (\d+);", program.read_text())}
+    """The integer constants the program and the units beside it declare."""
+    return {name: int(value) for path in sorted(program.parent.glob("*.mica"))
+            for name, value in re.findall(r"\n    (\w+) = (\d+);", path.read_text())}
 
 
 def sized(size: str, program: Path = GPT, **more: int) -> Path:
@@ -42,16 +44,25 @@ def sized(size: str, program: Path = GPT, **more: int) -> Path:
     changes = SIZES[size] | more
     if not changes:
         return program
-    text = program.read_text()
+    return with_constants(program, changes, Path(tempfile.mkdtemp(prefix=f"gpt-{size}-")))
+
+
+def with_constants(program: Path, changes: dict[str, int], folder: Path) -> Path:
+    """A copy in `folder` of program and the units beside it, each constant of `changes` replaced
+    in whichever files declare it; the copy of program."""
+    texts = {path.name: path.read_text() for path in program.parent.glob("*.mica")}
     for name, value in changes.items():
-        text, count = re.subn(rf"(\n    {name} = )\d+;", rf"\g<1>{value};", text)
-        assert count == 1, name
+        replaced = 0
+        for file, text in texts.items():
+            texts[file], count = re.subn(rf"(\n    {name} = )\d+;", rf"\g<1>{value};", text)
+            replaced += count
+        assert replaced, name
     if "HS" in changes:  # attention's 1 / sqrt(HS), written out for the example's 16
-        text, count = re.subn(r"\* 0\.25\)", f"* {1 / math.sqrt(changes['HS'])!r})", text)
-        assert count >= 1, "the attention scale"
-    path = Path(tempfile.mkdtemp(prefix=f"gpt-{size}-")) / program.name
-    path.write_text(text)
-    return path
+        scale = f"* {1 / math.sqrt(changes['HS'])!r})"
+        texts = {file: text.replace("* 0.25)", scale) for file, text in texts.items()}
+    for file, text in texts.items():
+        (folder / file).write_text(text)
+    return folder / program.name
 
 
 def corpus_ids(path: Path = CORPUS) -> list[int]:
