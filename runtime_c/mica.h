@@ -332,6 +332,21 @@ void mica_output_by_lines(void); /* on a task's thread: its lines join the outpu
 void mica_start_output(void); /* on the program's thread: terminal or not, and the stop signals' handler */
 void mica_end_output(void);   /* on the program's thread, once it has run */
 
+/* ------------------------------------------------------------ Sort (mica_sort.c) */
+
+/* keys[0..n) into ascending order, stable; with other (other_n elements of
+ * other_size bytes each; a different count traps), its elements moved with
+ * the keys'. */
+#define MICA_SORT_DECLARE(S, T) \
+    void mica_sort_##S(T *keys, int64_t n, void *other, int64_t other_n, size_t other_size, int line);
+MICA_SORT_DECLARE(i64, int64_t)
+MICA_SORT_DECLARE(i32, int32_t)
+MICA_SORT_DECLARE(i8, int8_t)
+MICA_SORT_DECLARE(u8, uint8_t)
+MICA_SORT_DECLARE(f32, float)
+MICA_SORT_DECLARE(f64, double)
+MICA_SORT_DECLARE(str, mica_string)
+
 /* ------------------------------------------------------------ dynamic storage */
 
 /* A dynamic tensor owns its elements; a vector has cols == 1. */

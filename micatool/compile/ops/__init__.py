@@ -87,6 +87,7 @@ from . import (  # noqa: E402
     reductions,
     regexes,
     rows,
+    sorting,
     streams,
     strings,
     tape,
@@ -95,5 +96,5 @@ from . import (  # noqa: E402
 
 __all__ = ["OPS", "TAPE", "Op", "TapeRecord", "define", "record_on_tape", "channels", "checkpoints", "elementwise",
            "extents", "images", "library", "linalg", "network", "numbers", "operators", "optimizers", "output",
-           "products", "quantized", "randomness", "reductions", "regexes", "rows", "streams", "strings", "tape",
+           "products", "quantized", "randomness", "reductions", "regexes", "rows", "sorting", "streams", "strings", "tape",
            "transfers"]
