@@ -319,7 +319,8 @@ void mica_write_u8s(mica_stream *to, const uint8_t *x, int64_t n, int64_t width)
 void mica_write_f64s(mica_stream *to, const double *x, int64_t n, int64_t width, int64_t decimals);
 void mica_write_f32s(mica_stream *to, const float *x, int64_t n, int64_t width, int64_t decimals);
 void mica_writeln(mica_stream *to); /* flushes Output too when stdout is a terminal */
-void mica_flush(void);
+void mica_flush(void);             /* Output's bytes out; a stdout that refuses them traps */
+void mica_flush_before_trap(void); /* the same for a trap, which says its own reason */
 void mica_output_by_lines(void); /* on a task's thread: its lines join the output whole */
 void mica_start_output(void); /* on the program's thread: terminal or not, and the stop signals' handler */
 void mica_end_output(void);   /* on the program's thread, once it has run */

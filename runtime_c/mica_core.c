@@ -46,7 +46,7 @@ _Noreturn void mica_trap(int line, const char *what) {
     char text[1024];
     size_t n = trap_text(text, sizeof text, line, what);
     pthread_mutex_lock(&trapping);
-    mica_flush();
+    mica_flush_before_trap();
     fwrite(text, 1, n, stderr);
     exit(1);
 }
@@ -167,7 +167,7 @@ static void on_fault(int signal, siginfo_t *info, void *context) {
     if (mica_stack_floor != 0 && below_the_floor && a_stack_access) {
         char message[1024];
         size_t n = trap_text(message, sizeof message, 0, STACK_OVERFLOW);
-        mica_flush();
+        mica_flush_before_trap();
         if (write(2, message, n) < 0) _exit(1);
         _exit(1);
     }
