@@ -5,7 +5,7 @@ and a non-zero exit status; a bug in micatool prints a request to report it,
 never a Python traceback (MICATOOL_TRACEBACK=1 shows one for developers).
 
 Exit statuses: 0 done; 1 diagnostics or an error; 2 a malformed command
-line; 3 a bug in micatool. `run` hands back its program's status, so its own
+line; 3 a bug in micatool; 130 a Ctrl-C (start.py). `run` hands back its program's status, so its own
 failures use 101, as cargo's do, where a program's 1 would be mistaken.
 """
 
@@ -240,7 +240,8 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
     """The top-level parser and each command's own."""
     top = argparse.ArgumentParser(prog="micatool", description="The Mica toolchain.",
                                   epilog="exit status: 0 done, 1 diagnostics or an error, 2 a malformed command line, "
-                                         "3 a bug in micatool; run: its program's status, or 101 when it cannot build it")
+                                         "3 a bug in micatool, 130 a Ctrl-C; run: its program's status, or 101 when it cannot "
+                                         "build it")
     top.add_argument("-V", "--version", action="store_true", help="print the version and exit")
     top.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     commands = top.add_subparsers(dest="command", metavar="command")
@@ -343,7 +344,7 @@ def report(e: BaseException) -> int:
     if isinstance(e, InternalError):
         print(f"micatool: internal error: {e}\n{REPORT_HINT}", file=sys.stderr)
         return 3
-    if isinstance(e, KeyboardInterrupt):
+    if _interrupted(e):
         return 130
     if isinstance(e, Stopped):
         return 128 + e.signal
@@ -351,6 +352,14 @@ def report(e: BaseException) -> int:
         raise e
     print(f"micatool: internal error: {type(e).__name__}: {e}\n{REPORT_HINT}", file=sys.stderr)  # a bug
     return 3
+
+
+def _interrupted(e: BaseException | None) -> bool:
+    """Ctrl-C, or an error it caused: Python wraps a KeyboardInterrupt raised
+    while a class is made (a lazy import, `__set_name__`) in a RuntimeError."""
+    while e is not None and not isinstance(e, KeyboardInterrupt):
+        e = e.__cause__
+    return e is not None
 
 
 class Stopped(BaseException):
@@ -366,10 +375,11 @@ def _stop(signal_number, _frame):
     raise Stopped(signal_number)
 
 
-def entry() -> None:
-    """The `micatool` command. A closed standard output (`| head`) ends it
-    quietly, by SIGPIPE, as it ends cat; SIGTERM and SIGHUP clean up first."""
+def entry() -> int:
+    """The `micatool` command, once start.py has guarded Ctrl-C: its exit
+    status. A closed standard output (`| head`) ends it quietly, by SIGPIPE,
+    as it ends cat; SIGTERM and SIGHUP clean up first."""
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     for number in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(number, _stop)
-    sys.exit(main())
+    return main()
