@@ -36,6 +36,7 @@ _Noreturn void mica_halt(int64_t code, int line);
 void *mica_alloc(size_t bytes, int line); /* zeroed; traps when memory runs out */
 void *mica_alloc_elements(int64_t count, size_t size, int line);
 void *mica_scratch(int64_t count, size_t size, int line); /* not zeroed: for scratch a kernel writes before it reads */
+void *mica_realloc(void *p, size_t bytes, int line);      /* contents kept, the rest not zeroed */
 int64_t mica_extent_product(int64_t rows, int64_t cols, int line);
 void mica_free(void *p);
 
@@ -184,6 +185,7 @@ void mica_str_drop(mica_string *s);
 void mica_str_assign(mica_string *dst, mica_string src); /* copies src */
 void mica_str_move(mica_string *dst, mica_string src);   /* takes src */
 mica_string mica_str_concat(mica_string a, mica_string b);
+void mica_str_append(mica_string *s, mica_string b); /* s := s + b, in place; b may be *s */
 int64_t mica_str_compare(mica_string a, mica_string b);
 mica_string mica_str_at(mica_string s, int64_t i, int line);
 mica_string mica_str_sub(mica_string s, int64_t start, int64_t count);

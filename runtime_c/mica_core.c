@@ -80,9 +80,13 @@ _Noreturn void mica_halt(int64_t code, int line) {
     exit((int)code);
 }
 
+static _Noreturn void out_of_memory(size_t bytes, int line) {
+    mica_trapf(line, "out of memory allocating %zu bytes", bytes);
+}
+
 void *mica_alloc(size_t bytes, int line) {
     void *p = calloc(1, bytes ? bytes : 1);
-    if (p == NULL) mica_trapf(line, "out of memory allocating %zu bytes", bytes);
+    if (p == NULL) out_of_memory(bytes, line);
     return p;
 }
 
@@ -105,8 +109,17 @@ void *mica_alloc_elements(int64_t count, size_t size, int line) {
 void *mica_scratch(int64_t count, size_t size, int line) {
     size_t bytes = element_bytes(count, size, line);
     void *p = malloc(bytes ? bytes : 1);
-    if (p == NULL) mica_trapf(line, "out of memory allocating %zu bytes", bytes);
+    if (p == NULL) out_of_memory(bytes, line);
     return p;
+}
+
+/* p's block (or none) made `bytes` long, its contents kept and the rest not
+ * zeroed; where the block is long enough already, realloc keeps it in place.
+ * A string grows through it (mica_str_append). */
+void *mica_realloc(void *p, size_t bytes, int line) {
+    void *q = realloc(p, bytes ? bytes : 1);
+    if (q == NULL) out_of_memory(bytes, line);
+    return q;
 }
 
 void mica_free(void *p) {
