@@ -22,7 +22,7 @@ from pathlib import Path
 from . import __version__, progress, targets
 from .compile import CProgram, SourceError, compile_program, front_end, load_source
 from .diagnostics import REPORT_HINT, CompileError, InternalError
-from .link.image import ImageError
+from .link.image import ImageError, normalize_tag
 from .link.size import BudgetError
 from .notebook import NotebookError
 
@@ -90,9 +90,8 @@ def output_path(args, default: str) -> Path:
 
 
 def cmd_build(args) -> int:
-    target = targets.resolve(args.target)
     output = output_path(args, Path(args.program).stem)
-    _build_binary(_compile(args.program), target, args.tier, output, args.symbols)
+    _build_binary(_compile(args.program), args.target, args.tier, output, args.symbols)
     return 0
 
 
@@ -112,8 +111,7 @@ def cmd_image(args) -> int:
                                f"pass --base with a glibc image, such as --base {bases.SUGGESTED_BASE}")
     output = output_path(args, Path(args.program).stem + ".tar") if args.output or not args.push else None
     binaries = {}
-    for word in args.platform.split(","):
-        target = targets.resolve(word.strip())
+    for target in args.platform:
         binaries[target.platform] = _build_binary(program, target, "fast", None).read_bytes()
     base = None
     if args.base:
@@ -155,11 +153,10 @@ def cmd_size(args) -> int:
     from .link import size
 
     rows, measured = [], {}
-    wanted = [targets.resolve(word.strip()) for word in args.target.split(",")]
     for path in args.program:
         name = size.program_name(Path(path))
         program = _compile(path)
-        for target in wanted:
+        for target in args.target:
             sizes = size.section_sizes(_build_binary(program, target, "fast", None))
             arch = target.name.split("-")[0]
             rows.append({"program": name, "target": arch, **sizes})
@@ -200,7 +197,7 @@ def cmd_notebook(args) -> int:
     path = Path(args.notebook)
     if not path.exists():
         raise UsageError(f"cannot read the notebook '{args.notebook}'")
-    return (notebook.run if args.action == "run" else notebook.verify)(path, args.tier, targets.resolve(args.target))
+    return (notebook.run if args.action == "run" else notebook.verify)(path, args.tier, args.target)
 
 
 def cmd_version(args) -> int:
@@ -236,6 +233,20 @@ COMMANDS = {
 }
 
 
+def _word(meaning):
+    """An argparse type from `meaning`, which gives what a word means or raises
+    TargetError or ImageError: a word the command line cannot mean (an unknown
+    target, a tag Docker refuses) is then told with the usage, status 2, before
+    anything is compiled."""
+    def parse(text: str):
+        try:
+            return meaning(text)
+        except (targets.TargetError, ImageError) as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    return parse
+
+
 def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The top-level parser and each command's own."""
     top = argparse.ArgumentParser(prog="micatool", description="The Mica toolchain.",
@@ -259,7 +270,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
             sub.add_argument("action", choices=("run", "verify"),
                              help="run: record every cell's output; verify: hold each output against its recording")
             sub.add_argument("notebook", help="a Markdown file whose ```mica cells are programs, or a folder of them")
-            sub.add_argument("--target", default="native",
+            sub.add_argument("--target", default="native", type=_word(targets.resolve),
                              help="build the cells for this target and run them under qemu when it is not this "
                                   "machine's (default: native)")
         else:
@@ -268,15 +279,17 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
             sub.add_argument("--tier", choices=targets.TIERS, default="checked",
                              help="debug (no optimisation, every check), checked (default), fast (no checks)")
         if name == "build":
-            sub.add_argument("--target", default="native", help="x86_64-linux (amd64), aarch64-linux (arm64) or native")
+            sub.add_argument("--target", default="native", type=_word(targets.resolve),
+                             help="x86_64-linux (amd64), aarch64-linux (arm64) or native")
             sub.add_argument("-o", "--output", help="the binary to write (default: the program's name)")
             sub.add_argument("--symbols", action="store_true",
                              help="keep symbols and frame pointers, to profile with perf or callgrind")
         if name == "run":
             sub.epilog = "arguments after -- go to the program: micatool run prog.mica -- --steps 20"
         if name == "image":
-            sub.add_argument("--platform", default="linux/amd64,linux/arm64", help="comma-separated platforms")
-            sub.add_argument("--tag", required=True, help="the image's name:tag")
+            sub.add_argument("--platform", default="linux/amd64,linux/arm64", type=_word(targets.resolve_all),
+                             help="comma-separated platforms")
+            sub.add_argument("--tag", required=True, type=_word(normalize_tag), help="the image's name:tag")
             sub.add_argument("-o", "--output",
                              help="the tarball to write (default: the program's name.tar; none with --push alone)")
             sub.add_argument("--load", action="store_true", help="hand the image to Docker afterwards")
@@ -290,7 +303,8 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
             sub.add_argument("--annotation", action="append", metavar="KEY=VALUE",
                              help="an annotation on each manifest and the index")
         if name == "size":
-            sub.add_argument("--target", default="x86_64-linux,aarch64-linux", help="comma-separated targets")
+            sub.add_argument("--target", default="x86_64-linux,aarch64-linux", type=_word(targets.resolve_all),
+                             help="comma-separated targets")
             sub.add_argument("--check", metavar="BUDGETS", help="fail when a binary exceeds its budget (TOML)")
         if name in ("check", "size"):
             sub.add_argument("--json", action="store_true",

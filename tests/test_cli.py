@@ -159,6 +159,26 @@ def test_a_program_argument_before_the_separator_gets_a_hint(hello):
         f"hint: a program's arguments go after --: micatool run {hello} -- --steps 5"]
 
 
+KNOWN_TARGETS = "aarch64-linux, x86_64-linux, aarch64, amd64, arm64, linux/amd64, linux/arm64, x86_64, native"
+
+
+@pytest.mark.parametrize("words, argument, word", [
+    (["build", "--target", "riscv64"], "--target", "riscv64"),
+    (["image", "--tag", "b:1", "--platform", "linux/amd64,linux/riscv64"], "--platform", "linux/riscv64"),
+    (["size", "--target", "x86_64-linux,arm"], "--target", "arm"),
+    (["notebook", "run", "--target", "riscv64"], "--target", "riscv64"),
+])
+def test_an_unknown_target_is_a_malformed_command_line(tmp_path, words, argument, word):
+    """Status 2 with the usage, as argparse gives any word it cannot take, and before
+    anything is compiled: the program here would not compile."""
+    (tmp_path / "broken.mica").write_text(BROKEN)
+    done = micatool(*words, "broken.mica", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith(f"usage: micatool {words[0]} ")
+    assert done.stderr.endswith(f"micatool {words[0]}: error: argument {argument}: unknown target '{word}'; "
+                                f"choose one of: {KNOWN_TARGETS}\n")
+
+
 def test_a_closed_standard_output_ends_quietly_as_cat_does(hello):
     """emit-c writes far more than a pipe holds; head takes one line and leaves."""
     done = subprocess.run(f"{sys.executable} -m micatool emit-c {hello} | head -1", shell=True,
