@@ -328,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"micatool: error: unrecognized arguments: {' '.join(stray)}{hint}", file=sys.stderr)
         return 2
     if args.version:
-        return cmd_version(args)
+        args.command = "version"
     if args.command is None:
         top.print_help(sys.stderr)
         return 2

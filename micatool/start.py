@@ -49,7 +49,17 @@ def _end(status: int) -> None:
     """Exit with `status` now, the output flushed. The interpreter's own exit
     would first give SIGINT back its default action, then spend tens of
     milliseconds taking lark, jinja2 and numpy apart, and a Ctrl-C then would
-    kill micatool by the signal instead of ending it with 130."""
-    sys.stdout.flush()
-    sys.stderr.flush()
+    kill micatool by the signal instead of ending it with 130. Output that
+    cannot be written (a full disk) is said, as cat says it."""
+    try:
+        if sys.stdout is not None:  # None when micatool was started with it closed
+            sys.stdout.flush()
+    except OSError as e:
+        print(f"micatool: error: cannot write standard output: {e.strerror}", file=sys.stderr)
+        status = status or 1
+    try:
+        if sys.stderr is not None:
+            sys.stderr.flush()
+    except OSError:
+        pass  # nowhere left to say so
     os._exit(status)

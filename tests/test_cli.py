@@ -316,6 +316,32 @@ def test_a_ctrl_c_at_any_moment_ends_quietly_with_130(tmp_path, way, delay):
     assert (status, said) == (130, [])
 
 
+def test_an_interrupt_python_wrapped_is_still_an_interrupt():
+    """Python 3.11 wraps a KeyboardInterrupt raised in a class's __set_name__ (a lazy
+    import during a command) in a RuntimeError: it ends micatool as the interrupt would."""
+    from micatool.cli import report
+
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as e:
+            raise RuntimeError("Error calling __set_name__") from e
+    except RuntimeError as wrapped:
+        assert report(wrapped) == 130
+
+
+def test_the_version_to_a_closed_or_full_standard_output():
+    """Closed: nothing to write to, nothing said. Full: said, status 1, no traceback."""
+    closed = subprocess.run([sys.executable, "-m", "micatool", "--version"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, timeout=300, preexec_fn=lambda: os.close(1))
+    assert (closed.returncode, closed.stderr) == (0, "")
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "micatool", "--version"], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=300)
+    assert done.returncode == 1 and done.stderr.startswith("micatool: error: ")
+    assert done.stderr.endswith(": No space left on device\n") and done.stderr.count("\n") == 1
+
+
 def test_run_hands_a_stop_signal_to_its_program_which_keeps_its_output(tmp_path):
     """SIGTERM to `micatool run` reaches the program, whose handler flushes what it
     printed to the pipe before it dies; micatool ends as the program did."""
