@@ -5,8 +5,9 @@ and a non-zero exit status; a bug in micatool prints a request to report it,
 never a Python traceback (MICATOOL_TRACEBACK=1 shows one for developers).
 
 Exit statuses: 0 done; 1 diagnostics or an error; 2 a malformed command
-line; 3 a bug in micatool; 130 a Ctrl-C (start.py). `run` hands back its program's status, so its own
-failures use 101, as cargo's do, where a program's 1 would be mistaken.
+line; 3 a bug in micatool; 130 a Ctrl-C (start.py). `run` hands back its
+program's status, so its own failures use 101, as cargo's do, where a
+program's 1 would be mistaken.
 """
 
 from __future__ import annotations
@@ -251,8 +252,8 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
     """The top-level parser and each command's own."""
     top = argparse.ArgumentParser(prog="micatool", description="The Mica toolchain.",
                                   epilog="exit status: 0 done, 1 diagnostics or an error, 2 a malformed command line, "
-                                         "3 a bug in micatool, 130 a Ctrl-C; run: its program's status, or 101 when it cannot "
-                                         "build it")
+                                         "3 a bug in micatool, 130 a Ctrl-C; run: its program's status, or 101 when "
+                                         "it cannot build it")
     top.add_argument("-V", "--version", action="store_true", help="print the version and exit")
     top.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     commands = top.add_subparsers(dest="command", metavar="command")
