@@ -5,8 +5,9 @@ and a non-zero exit status; a bug in micatool prints a request to report it,
 never a Python traceback (MICATOOL_TRACEBACK=1 shows one for developers).
 
 Exit statuses: 0 done; 1 diagnostics or an error; 2 a malformed command
-line; 3 a bug in micatool. `run` hands back its program's status, so its own
-failures use 101, as cargo's do, where a program's 1 would be mistaken.
+line; 3 a bug in micatool; 130 a Ctrl-C (start.py). `run` hands back its
+program's status, so its own failures use 101, as cargo's do, where a
+program's 1 would be mistaken.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 from . import __version__, progress, targets
 from .compile import CProgram, SourceError, compile_program, front_end, load_source
 from .diagnostics import REPORT_HINT, CompileError, InternalError
-from .link.image import ImageError
+from .link.image import ImageError, normalize_tag
 from .link.size import BudgetError
 from .notebook import NotebookError
 
@@ -95,9 +96,8 @@ def output_path(args, default: str) -> Path:
 
 
 def cmd_build(args) -> int:
-    target = targets.resolve(args.target)
     output = output_path(args, Path(args.program).stem)
-    _build_binary(_compile(args, args.program), target, args.tier, output, args.symbols)
+    _build_binary(_compile(args, args.program), args.target, args.tier, output, args.symbols)
     return 0
 
 
@@ -117,8 +117,7 @@ def cmd_image(args) -> int:
                                f"pass --base with a glibc image, such as --base {bases.SUGGESTED_BASE}")
     output = output_path(args, Path(args.program).stem + ".tar") if args.output or not args.push else None
     binaries = {}
-    for word in args.platform.split(","):
-        target = targets.resolve(word.strip())
+    for target in args.platform:
         binaries[target.platform] = _build_binary(program, target, "fast", None).read_bytes()
     base = None
     if args.base:
@@ -160,11 +159,10 @@ def cmd_size(args) -> int:
     from .link import size
 
     rows, measured = [], {}
-    wanted = [targets.resolve(word.strip()) for word in args.target.split(",")]
     for path in args.program:
         name = size.program_name(Path(path))
         program = _compile(args, path)
-        for target in wanted:
+        for target in args.target:
             sizes = size.section_sizes(_build_binary(program, target, "fast", None))
             arch = target.name.split("-")[0]
             rows.append({"program": name, "target": arch, **sizes})
@@ -205,8 +203,7 @@ def cmd_notebook(args) -> int:
     path = Path(args.notebook)
     if not path.exists():
         raise UsageError(f"cannot read the notebook '{args.notebook}'")
-    return (notebook.run if args.action == "run" else notebook.verify)(path, args.tier, targets.resolve(args.target),
-                                                                       includes(args))
+    return (notebook.run if args.action == "run" else notebook.verify)(path, args.tier, args.target, includes(args))
 
 
 def cmd_version(args) -> int:
@@ -242,11 +239,26 @@ COMMANDS = {
 }
 
 
+def _word(meaning):
+    """An argparse type from `meaning`, which gives what a word means or raises
+    TargetError or ImageError: a word the command line cannot mean (an unknown
+    target, a tag Docker refuses) is then told with the usage, status 2, before
+    anything is compiled."""
+    def parse(text: str):
+        try:
+            return meaning(text)
+        except (targets.TargetError, ImageError) as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    return parse
+
+
 def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The top-level parser and each command's own."""
     top = argparse.ArgumentParser(prog="micatool", description="The Mica toolchain.",
                                   epilog="exit status: 0 done, 1 diagnostics or an error, 2 a malformed command line, "
-                                         "3 a bug in micatool; run: its program's status, or 101 when it cannot build it")
+                                         "3 a bug in micatool, 130 a Ctrl-C; run: its program's status, or 101 when "
+                                         "it cannot build it")
     top.add_argument("-V", "--version", action="store_true", help="print the version and exit")
     top.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     commands = top.add_subparsers(dest="command", metavar="command")
@@ -264,7 +276,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
             sub.add_argument("action", choices=("run", "verify"),
                              help="run: record every cell's output; verify: hold each output against its recording")
             sub.add_argument("notebook", help="a Markdown file whose ```mica cells are programs, or a folder of them")
-            sub.add_argument("--target", default="native",
+            sub.add_argument("--target", default="native", type=_word(targets.resolve),
                              help="build the cells for this target and run them under qemu when it is not this "
                                   "machine's (default: native)")
         else:
@@ -277,15 +289,17 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
             sub.add_argument("--tier", choices=targets.TIERS, default="checked",
                              help="debug (no optimisation, every check), checked (default), fast (no checks)")
         if name == "build":
-            sub.add_argument("--target", default="native", help="x86_64-linux (amd64), aarch64-linux (arm64) or native")
+            sub.add_argument("--target", default="native", type=_word(targets.resolve),
+                             help="x86_64-linux (amd64), aarch64-linux (arm64) or native")
             sub.add_argument("-o", "--output", help="the binary to write (default: the program's name)")
             sub.add_argument("--symbols", action="store_true",
                              help="keep symbols and frame pointers, to profile with perf or callgrind")
         if name == "run":
             sub.epilog = "arguments after -- go to the program: micatool run prog.mica -- --steps 20"
         if name == "image":
-            sub.add_argument("--platform", default="linux/amd64,linux/arm64", help="comma-separated platforms")
-            sub.add_argument("--tag", required=True, help="the image's name:tag")
+            sub.add_argument("--platform", default="linux/amd64,linux/arm64", type=_word(targets.resolve_all),
+                             help="comma-separated platforms")
+            sub.add_argument("--tag", required=True, type=_word(normalize_tag), help="the image's name:tag")
             sub.add_argument("-o", "--output",
                              help="the tarball to write (default: the program's name.tar; none with --push alone)")
             sub.add_argument("--load", action="store_true", help="hand the image to Docker afterwards")
@@ -299,7 +313,8 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
             sub.add_argument("--annotation", action="append", metavar="KEY=VALUE",
                              help="an annotation on each manifest and the index")
         if name == "size":
-            sub.add_argument("--target", default="x86_64-linux,aarch64-linux", help="comma-separated targets")
+            sub.add_argument("--target", default="x86_64-linux,aarch64-linux", type=_word(targets.resolve_all),
+                             help="comma-separated targets")
             sub.add_argument("--check", metavar="BUDGETS", help="fail when a binary exceeds its budget (TOML)")
         if name in ("check", "size"):
             sub.add_argument("--json", action="store_true",
@@ -323,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"micatool: error: unrecognized arguments: {' '.join(stray)}{hint}", file=sys.stderr)
         return 2
     if args.version:
-        return cmd_version(args)
+        args.command = "version"
     if args.command is None:
         top.print_help(sys.stderr)
         return 2
@@ -353,7 +368,7 @@ def report(e: BaseException) -> int:
     if isinstance(e, InternalError):
         print(f"micatool: internal error: {e}\n{REPORT_HINT}", file=sys.stderr)
         return 3
-    if isinstance(e, KeyboardInterrupt):
+    if _interrupted(e):
         return 130
     if isinstance(e, Stopped):
         return 128 + e.signal
@@ -361,6 +376,14 @@ def report(e: BaseException) -> int:
         raise e
     print(f"micatool: internal error: {type(e).__name__}: {e}\n{REPORT_HINT}", file=sys.stderr)  # a bug
     return 3
+
+
+def _interrupted(e: BaseException | None) -> bool:
+    """Ctrl-C, or an error it caused: Python wraps a KeyboardInterrupt raised
+    while a class is made (a lazy import, `__set_name__`) in a RuntimeError."""
+    while e is not None and not isinstance(e, KeyboardInterrupt):
+        e = e.__cause__
+    return e is not None
 
 
 class Stopped(BaseException):
@@ -376,10 +399,11 @@ def _stop(signal_number, _frame):
     raise Stopped(signal_number)
 
 
-def entry() -> None:
-    """The `micatool` command. A closed standard output (`| head`) ends it
-    quietly, by SIGPIPE, as it ends cat; SIGTERM and SIGHUP clean up first."""
+def entry() -> int:
+    """The `micatool` command, once start.py has guarded Ctrl-C: its exit
+    status. A closed standard output (`| head`) ends it quietly, by SIGPIPE,
+    as it ends cat; SIGTERM and SIGHUP clean up first."""
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     for number in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(number, _stop)
-    sys.exit(main())
+    return main()

@@ -44,6 +44,7 @@ _Noreturn void mica_halt(int64_t code, int line);
 void *mica_alloc(size_t bytes, int line); /* zeroed; traps when memory runs out */
 void *mica_alloc_elements(int64_t count, size_t size, int line);
 void *mica_scratch(int64_t count, size_t size, int line); /* not zeroed: for scratch a kernel writes before it reads */
+void *mica_realloc(void *p, size_t bytes, int line);      /* contents kept, the rest not zeroed */
 int64_t mica_extent_product(int64_t rows, int64_t cols, int line);
 void mica_free(void *p);
 
@@ -192,6 +193,7 @@ void mica_str_drop(mica_string *s);
 void mica_str_assign(mica_string *dst, mica_string src); /* copies src */
 void mica_str_move(mica_string *dst, mica_string src);   /* takes src */
 mica_string mica_str_concat(mica_string a, mica_string b);
+void mica_str_append(mica_string *s, mica_string b); /* s := s + b, in place; b may be *s */
 int64_t mica_str_compare(mica_string a, mica_string b);
 mica_string mica_str_at(mica_string s, int64_t i, int line);
 mica_string mica_str_sub(mica_string s, int64_t start, int64_t count);
@@ -327,7 +329,8 @@ void mica_write_u8s(mica_stream *to, const uint8_t *x, int64_t n, int64_t width)
 void mica_write_f64s(mica_stream *to, const double *x, int64_t n, int64_t width, int64_t decimals);
 void mica_write_f32s(mica_stream *to, const float *x, int64_t n, int64_t width, int64_t decimals);
 void mica_writeln(mica_stream *to); /* flushes Output too when stdout is a terminal */
-void mica_flush(void);
+void mica_flush(void);             /* Output's bytes out; a stdout that refuses them traps */
+void mica_flush_before_trap(void); /* the same for a trap, which says its own reason */
 void mica_output_by_lines(void); /* on a task's thread: its lines join the output whole */
 void mica_start_output(void); /* on the program's thread: terminal or not, and the stop signals' handler */
 void mica_end_output(void);   /* on the program's thread, once it has run */

@@ -57,7 +57,7 @@ _Noreturn void mica_trap(int line, const char *what) {
     char text[1024];
     size_t n = trap_text(text, sizeof text, line, what);
     pthread_mutex_lock(&trapping);
-    mica_flush();
+    mica_flush_before_trap();
     fwrite(text, 1, n, stderr);
     exit(1);
 }
@@ -91,9 +91,13 @@ _Noreturn void mica_halt(int64_t code, int line) {
     exit((int)code);
 }
 
+static _Noreturn void out_of_memory(size_t bytes, int line) {
+    mica_trapf(line, "out of memory allocating %zu bytes", bytes);
+}
+
 void *mica_alloc(size_t bytes, int line) {
     void *p = calloc(1, bytes ? bytes : 1);
-    if (p == NULL) mica_trapf(line, "out of memory allocating %zu bytes", bytes);
+    if (p == NULL) out_of_memory(bytes, line);
     return p;
 }
 
@@ -116,8 +120,17 @@ void *mica_alloc_elements(int64_t count, size_t size, int line) {
 void *mica_scratch(int64_t count, size_t size, int line) {
     size_t bytes = element_bytes(count, size, line);
     void *p = malloc(bytes ? bytes : 1);
-    if (p == NULL) mica_trapf(line, "out of memory allocating %zu bytes", bytes);
+    if (p == NULL) out_of_memory(bytes, line);
     return p;
+}
+
+/* p's block (or none) made `bytes` long, its contents kept and the rest not
+ * zeroed; where the block is long enough already, realloc keeps it in place.
+ * A string grows through it (mica_str_append). */
+void *mica_realloc(void *p, size_t bytes, int line) {
+    void *q = realloc(p, bytes ? bytes : 1);
+    if (q == NULL) out_of_memory(bytes, line);
+    return q;
 }
 
 void mica_free(void *p) {
@@ -178,7 +191,7 @@ static void on_fault(int signal, siginfo_t *info, void *context) {
     if (mica_stack_floor != 0 && below_the_floor && a_stack_access) {
         char message[1024];
         size_t n = trap_text(message, sizeof message, 0, STACK_OVERFLOW);
-        mica_flush();
+        mica_flush_before_trap();
         if (write(2, message, n) < 0) _exit(1);
         _exit(1);
     }

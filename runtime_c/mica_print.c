@@ -27,7 +27,13 @@
  * program's own thread (others pass it on), so the handler sees the buffer as
  * that thread left it: out_used only grows after the bytes it covers are in
  * place, and while a flush is under way only the flush knows how far write(2)
- * got, so the handler leaves it to the flush to finish and then die. */
+ * got, so the handler leaves it to the flush to finish and then die.
+ *
+ * A stdout that refuses a write (a full disk, a pipe whose reader is gone
+ * while SIGPIPE is ignored) ends the program, as it ends cat: output that
+ * vanished while the status said 0 would be worse than no output. The write
+ * that failed keeps its errno in `lost`; later output is dropped, and the
+ * thread that wrote, once it holds no lock, traps with the reason. */
 
 static char out_buffer[1 << 16];
 static size_t out_used;
@@ -36,6 +42,7 @@ static volatile sig_atomic_t flushing;         /* mica_flush is writing the buff
 static volatile sig_atomic_t stopped_by;       /* a signal that came while it was */
 static volatile sig_atomic_t finished;         /* all is out: the program thread may be gone */
 static pthread_t program_thread;
+static atomic_int lost;                        /* the errno of stdout's failed write, or 0 */
 
 /* Tasks print whole lines: a task's output collects in its own line and joins
  * the buffer, under output_lock, at each line's end (or when the line is
@@ -47,16 +54,17 @@ static _Thread_local bool by_lines;
 static _Thread_local char task_line[4096];
 static _Thread_local size_t task_used;
 
-/* All of data to stdout; async-signal-safe. A failing stdout (closed, full)
- * drops the output, as stdio would: the program's own work goes on. */
-static void write_out(const char *data, size_t size) {
+/* All of data to stdout: 0, or the errno of the write that failed. Async-signal-safe. */
+static int write_out(const char *data, size_t size) {
     while (size > 0) {
         ssize_t wrote = write(1, data, size);
         if (wrote < 0 && errno == EINTR) continue;
-        if (wrote <= 0) return;
+        if (wrote < 0) return errno;
+        if (wrote == 0) return EIO; /* no progress and no reason: it would never finish */
         data += wrote;
         size -= (size_t)wrote;
     }
+    return 0;
 }
 
 /* Die of signal, as if it had never been caught: the exit status is 128 + signal. */
@@ -80,7 +88,7 @@ static void on_stop(int signal) {
         return;
     }
     atomic_signal_fence(memory_order_seq_cst);
-    write_out(out_buffer, out_used);
+    (void)write_out(out_buffer, out_used); /* the signal's status says it ended early, whatever came of this */
     die_of(signal);
 }
 
@@ -100,14 +108,22 @@ void mica_start_output(void) {
     }
 }
 
+/* The buffer out, or dropped once stdout has failed. */
 static void write_buffer(void) {
     flushing = 1;
     atomic_signal_fence(memory_order_seq_cst);
-    write_out(out_buffer, out_used);
+    int error = atomic_load(&lost) ? 0 : write_out(out_buffer, out_used);
+    if (error != 0) atomic_store(&lost, error);
     out_used = 0;
     atomic_signal_fence(memory_order_seq_cst);
     flushing = 0;
     if (stopped_by) die_of(stopped_by);
+}
+
+/* Called holding no lock of the output's, since the trap flushes (and drops) what is left. */
+static void stop_if_lost(void) {
+    int error = atomic_load(&lost);
+    if (error != 0) mica_trapf(0, "cannot write standard output: %s", strerror(error));
 }
 
 static void emit_shared(const char *s, size_t n);
@@ -118,12 +134,18 @@ static void hand_over_line(void) {
     task_used = 0;
 }
 
-void mica_flush(void) {
+/* Everything written so far out to stdout; a trap's flush, which must not trap again. */
+void mica_flush_before_trap(void) {
     bool locking = atomic_load(&shared_output);
     if (by_lines) hand_over_line();
     if (locking) pthread_mutex_lock(&output_lock);
     write_buffer();
     if (locking) pthread_mutex_unlock(&output_lock);
+}
+
+void mica_flush(void) {
+    mica_flush_before_trap();
+    stop_if_lost();
 }
 
 void mica_output_by_lines(void) {
@@ -156,13 +178,8 @@ static void emit_shared(const char *s, size_t n) {
     if (locking) pthread_mutex_unlock(&output_lock);
 }
 
-/* Output's put: the bytes into the buffer, or a task's into its line. */
-static void output_put(mica_stream *to, const char *s, size_t n) {
-    (void)to;
-    if (!by_lines) {
-        emit_shared(s, n);
-        return;
-    }
+/* A task's bytes into its line. */
+static void fill_line(const char *s, size_t n) {
     while (n > 0) {
         if (task_used == sizeof task_line) hand_over_line();
         size_t room = sizeof task_line - task_used, take = n < room ? n : room;
@@ -171,6 +188,14 @@ static void output_put(mica_stream *to, const char *s, size_t n) {
         s += take;
         n -= take;
     }
+}
+
+/* Output's put: the bytes into the buffer, or a task's into its line. */
+static void output_put(mica_stream *to, const char *s, size_t n) {
+    (void)to;
+    if (by_lines) fill_line(s, n);
+    else emit_shared(s, n);
+    stop_if_lost();
 }
 
 mica_stream mica_output = {output_put};
@@ -351,8 +376,10 @@ void mica_write_f32s(mica_stream *to, const float *x, int64_t n, int64_t width, 
 
 void mica_writeln(mica_stream *to) {
     emit(to, "\n", 1);
-    if (to == &mica_output && by_lines) hand_over_line();
-    if (to == &mica_output && line_buffered) mica_flush();
+    if (to != &mica_output) return;
+    if (by_lines) hand_over_line();
+    if (line_buffered) mica_flush_before_trap();
+    stop_if_lost(); /* either may have met a failing stdout */
 }
 
 mica_string mica_str_of_f64(double x) {
