@@ -96,6 +96,14 @@ def test_each_word_list_is_sorted_and_the_fences_hold_every_word_rule():
         assert pattern["match"].startswith("(?<![A-Za-z0-9_])"), pattern
 
 
+def test_the_editor_page_keeps_up():
+    page = (ROOT / "docs" / "editors.md").read_text()
+    emacs = re.search(r"\(defconst mica-keywords\s+'\(([^)]*)\)\)", page)
+    assert sorted(re.findall(r'"(\w+)"', emacs.group(1))) == sorted(KEYWORDS), "mica-mode's keywords"
+    pins = json.loads((EDITOR / "test" / "tools" / "package.json").read_text())["dependencies"]
+    assert f"npx @vscode/vsce@{pins['@vscode/vsce']} package" in page
+
+
 # ---------------------------------------------------------------- folding (no Node needed)
 
 CONFIGURATION = json.loads((EDITOR / "language-configuration.json").read_text())
