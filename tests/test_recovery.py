@@ -3,7 +3,8 @@ line with its own code, and no error that a repair made; then the analyzer
 checks what did parse, so a type error shows while another line is broken.
 
 The slips are made in working programs, each on a statement line of its own,
-a few lines apart: a missing ';' at the end of a line, '=' for ':=', a stray
+a few lines apart (an error on the line right after code a repair took out is
+taken for that repair's cascade, and ends the recovery): a missing ';' at the end of a line, '=' for ':=', a stray
 character, a doubled operator. Whatever the file, each slip gives one
 diagnostic and nothing else does."""
 
@@ -85,8 +86,8 @@ TEN = Path(__file__).parent / "recovery"
 def test_eleven_different_slips_in_one_file():
     text = (TEN / "eleven.mica").read_text()
     got = [(line, code) for line, code in sorted(reported(text))]
-    assert got == [(16, 2001), (21, 2007), (22, 2001), (23, 2004), (26, 2006), (27, 2003), (28, 1001), (29, 1002),
-                   (30, 2001), (32, 2003), (33, 2001)]
+    assert got == [(16, 2001), (21, 2007), (22, 2001), (23, 2004), (26, 2006), (27, 2003), (29, 1001), (31, 1002),
+                   (33, 2001), (35, 2003), (37, 2001)]
 
 
 def test_the_analyzer_checks_what_parsed():
@@ -109,5 +110,22 @@ def test_a_name_whose_declaration_was_taken_out_is_not_called_unknown():
     except CompileError as e:
         assert [(d.pos.line, d.code, d.message) for d in e.diagnostics] == [
             (3, 2003, "expected ':' before 'integer': a declaration gives a name its type after ':'")]
+    else:
+        raise AssertionError("no diagnostics")
+
+
+def test_a_missing_begin_is_one_error_not_a_cascade():
+    text = ("program Cascade;\nvar\n    x : integer;\n\nprocedure Bump;\n    x := x + 1;\n    x := x * 2;\nend;\n\n"
+            "begin\n    Bump;\n    WriteLn(x);\nend.\n")
+    assert reported(text) == {(6, 2003)}
+
+
+def test_an_operator_where_a_statement_begins_is_unexpected_not_a_missing_semicolon():
+    """Once a ';' could not help, none is added: the repairs went round adding ';' before it forever."""
+    text = "program P;\nvar\n    x : float64;\nbegin\n    x := 1.0;\n    >= := 2.5e-3;\n    WriteLn(x);\nend.\n"
+    try:
+        front_end(SourceFile("p.mica", text))
+    except CompileError as e:
+        assert [(d.pos.line, d.pos.col, d.code, d.message) for d in e.diagnostics] == [(6, 5, 2003, "unexpected '>='")]
     else:
         raise AssertionError("no diagnostics")

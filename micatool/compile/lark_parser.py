@@ -57,25 +57,36 @@ def parse_recovering(source: SourceFile) -> tuple[ast.Program | ast.Unit | None,
     text = RepairedText(source.text)
     parser, builder = _parser()
     last = None
-    while len(reporter.diagnostics) < MAX_ERRORS:
+    told = -1
+    while told < len(reporter.diagnostics) < MAX_ERRORS:  # each pass tells a new error, or the repairs go round
+        told = len(reporter.diagnostics)
         view = SourceFile(source.name, text.text)
         mapped = MappedReporter(reporter, text)
         builder._start(mapped)
+        held = HeldReporter()  # an error is told only if it is the file's own, not a cascade
         try:
             program = parser.parse(text.text)
         except lark.exceptions.UnexpectedCharacters as e:
-            code = _lexical_error(mapped, view, e)
+            code = _lexical_error(held, view, e)
             where = (e.pos_in_stream, code)
-            if code == 1003 or where == last or not text.repair_character(e.pos_in_stream):
+            if held.cascades(text) or where == last:
+                break
+            held.tell(mapped)
+            if code == 1003 or not text.repair_character(e.pos_in_stream):
                 break
         except lark.exceptions.UnexpectedToken as e:
-            code = _syntax_error(mapped, view, e)
+            code = _syntax_error(held, view, e)
             where = (e.token.start_pos, code)  # the same error again: the repair did not take
-            if e.token.type == "$END" or code == 1003 or where == last or not text.repair_token(e.token, code):
+            if held.cascades(text) or where == last:
+                break
+            held.tell(mapped)
+            if e.token.type == "$END" or code == 1003 or not text.repair_token(e.token, code):
                 break
         except lark.exceptions.UnexpectedEOF as e:  # raised by some lark paths instead of $END tokens
-            if not _reported_unclosed_comment(mapped, view, None):
-                mapped.error(_end_pos(view), 2002, "unexpected end of file" + _expected_text(e.expected))
+            if not _reported_unclosed_comment(held, view, None):
+                held.error(_end_pos(view), 2002, "unexpected end of file" + _expected_text(e.expected))
+            if not held.cascades(text):
+                held.tell(mapped)
             break
         else:
             if builder._height(program) > MAX_NESTING:
@@ -85,6 +96,25 @@ def parse_recovering(source: SourceFile) -> tuple[ast.Program | ast.Unit | None,
             return (program if not any(d.code == 2010 for d in diagnostics) else None), diagnostics, text
         last = where
     return None, CompileError(reporter.diagnostics).diagnostics, text
+
+
+class HeldReporter:
+    """An error held back until it is known not to be a cascade: right after code a
+    repair took out (the next line or before), it is most likely that repair's own
+    doing, and the recovery stops there instead of reporting it and what follows."""
+
+    def __init__(self):
+        self.held: list[tuple[Pos, int, str]] = []
+
+    def error(self, pos: Pos, code: int, message: str) -> None:
+        self.held.append((pos, code, message))
+
+    def cascades(self, text: RepairedText) -> bool:
+        return any(text.taken_out_to is not None and pos.line <= text.taken_out_to + 1 for pos, _, _ in self.held)
+
+    def tell(self, reporter) -> None:
+        for pos, code, message in self.held:
+            reporter.error(pos, code, message)
 
 
 class MappedReporter:
@@ -170,17 +200,15 @@ def _token_text(token: Token) -> str:
     return f"'{token.value}'"
 
 
-def _previous_token_end(source: SourceFile, offset: int) -> Pos | None:
-    """Where the token before `offset` ends: the place a missing ';' belongs."""
+def _previous_token(source: SourceFile, offset: int) -> Token | None:
+    """The token before `offset`: a missing ';' belongs at its end."""
     last = None
     try:
         for token in _lark().lex(source.text[:offset]):
             last = token
     except lark.exceptions.LarkError:
         return None
-    if last is None:
-        return None
-    return Pos(last.end_line, last.end_column)
+    return last
 
 
 def _end_pos(source: SourceFile) -> Pos:
@@ -250,8 +278,9 @@ def _syntax_error(reporter, source: SourceFile, e: lark.exceptions.UnexpectedTok
     if "COLON" in expected and token.type == "NAME" and expected <= {"COLON", "COMMA", "SEMICOLON"}:  # `var x integer`
         reporter.error(pos, 2003, f"expected ':' before {found}: a declaration gives a name its type after ':'")
         return 2003
-    if "SEMICOLON" in expected and token.type not in ("DOT",):
-        where = _previous_token_end(source, token.start_pos) or pos
+    before = _previous_token(source, token.start_pos) if "SEMICOLON" in expected else None
+    if "SEMICOLON" in expected and token.type != "DOT" and (before is None or before.type != "SEMICOLON"):
+        where = Pos(before.end_line, before.end_column) if before is not None else pos
         reporter.error(where, 2001, f"expected ';' before {found}")
         return 2001
     if "DOT" in expected and len(expected) == 1:

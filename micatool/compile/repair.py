@@ -29,6 +29,7 @@ class RepairedText:
         self.inserted: dict[int, list[tuple[int, int]]] = {}  # line -> (column, characters added there)
         self.lines: set[int] = set()  # the lines a repair changed
         self.taken_out = False  # whether a repair took code out, not only mended it
+        self.taken_out_to: int | None = None  # the last line of the code the latest repair took out
 
     def made_up(self, line: int, code: int) -> bool:
         """Might the analyzer's diagnostic be one the repairs made? One on a changed line
@@ -47,6 +48,7 @@ class RepairedText:
     def repair_character(self, offset: int) -> bool:
         """A character no token begins with (an unterminated string's quote among them):
         the statement or declaration around it taken out."""
+        self.taken_out_to = None
         tokens, k = self.tokens_at(offset)
         if k is None:
             return False
@@ -55,11 +57,12 @@ class RepairedText:
 
     def repair_token(self, token, code: int) -> bool:
         """The token lark could not take, mended as its diagnostic's code says."""
+        self.taken_out_to = None
         tokens, k = self.tokens_at(token.start_pos)
         if k is None:
             return False
         at = tokens[k]
-        if code == 2001 and k > 0 and tokens[k - 1].line < at.line:  # the ';' that ends the line above
+        if code == 2001 and k > 0 and tokens[k - 1].line < at.line and tokens[k - 1].kind != ";":  # the line's ';'
             self.insert(tokens[k - 1], ";")
         elif code == 2004:
             self.replace(at, at.text.lower())
@@ -85,11 +88,17 @@ class RepairedText:
     def take_out(self, tokens: list[Token], k: int) -> None:
         """Blank the statement or declaration around tokens[k], or only the parameters
         of a routine's heading when the error is among them."""
+        start, stop = self.around(tokens, k)
+        self.taken_out = True
+        self.taken_out_to = self.text.count("\n", 0, len(self.text[:stop].rstrip())) + 1
+        self.blank(start, stop)
+
+    def around(self, tokens: list[Token], k: int) -> tuple[int, int]:
+        """The offsets of what take_out blanks."""
         opening = self.unclosed_bracket(tokens, k)
         if opening is not None and opening >= 2 and tokens[opening - 2].kind in ("procedure", "function"):
             close = self.matching(tokens, opening)
-            self.blank(tokens[opening + 1].offset, tokens[close].offset)
-            return
+            return tokens[opening + 1].offset, tokens[close].offset
         start, depth = k, 0  # back to where the statement or declaration begins
         while start > 0:
             before = tokens[start - 1]
@@ -111,7 +120,7 @@ class RepairedText:
         stop = tokens[end].offset if end < len(tokens) else len(self.text)
         if start > 0 and tokens[start - 1].kind in SECTIONS and (end >= len(tokens) or tokens[end].kind != "NAME"):
             start -= 1  # the section held nothing else
-        self.blank(tokens[start].offset, stop)
+        return tokens[start].offset, stop
 
     @staticmethod
     def unclosed_bracket(tokens: list[Token], k: int) -> int | None:
@@ -145,7 +154,6 @@ class RepairedText:
         gone = self.text[start:end]
         first = self.text.count("\n", 0, start) + 1
         self.lines.update(range(first, first + gone.count("\n") + 1))
-        self.taken_out = True
         self.text = self.text[:start] + "".join(c if c == "\n" else " " for c in gone) + self.text[end:]
 
     def replace(self, token: Token, text: str) -> None:
