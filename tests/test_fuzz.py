@@ -67,20 +67,24 @@ def mutated_program(draw):
 
 @st.composite
 def mutated(draw, seed: list[tuple[str, str]]):
-    """seed's text, one to three of its tokens changed."""
+    return mutate(seed, draw(st.randoms(use_true_random=False)))
+
+
+def mutate(seed: list[tuple[str, str]], rng) -> str:
+    """seed's text, one to three of its tokens changed by choices a random.Random makes."""
     pieces = list(seed)
-    for _ in range(draw(st.integers(1, 3))):
-        i = draw(st.sampled_from(range(1, len(pieces), 2)))
+    for _ in range(rng.randint(1, 3)):
+        i = rng.choice(range(1, len(pieces), 2))
         kind, text = pieces[i]
-        action = draw(st.sampled_from(["similar", "similar", "similar", "delete", "duplicate", "replace", "swap"]))
+        action = rng.choice(["similar", "similar", "similar", "delete", "duplicate", "replace", "swap"])
         if action == "similar" and kind in SIMILAR:
-            pieces[i] = (kind, draw(st.sampled_from(SIMILAR[kind])))
+            pieces[i] = (kind, rng.choice(SIMILAR[kind]))
         elif action == "delete":
             pieces[i] = (kind, "")
         elif action == "duplicate":
             pieces[i] = (kind, text + " " + text)
         elif action == "replace":
-            pieces[i] = (kind, draw(st.sampled_from(REPLACEMENTS)))
+            pieces[i] = (kind, rng.choice(REPLACEMENTS))
         elif action == "swap" and i + 2 < len(pieces):
             pieces[i], pieces[i + 2] = pieces[i + 2], pieces[i]
     return "".join(text for _, text in pieces)

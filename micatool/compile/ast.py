@@ -360,17 +360,23 @@ class Unit(Node):
 
 def shift_lines(node: Node, lines: int) -> None:
     """Add `lines` to the line of every node under `node`, itself included (units.py
-    gives each file of a program its own range of lines)."""
-    node.line += lines
-    if isinstance(node, Tape):
-        node.end_pos = Pos(node.end_pos.line + lines, node.end_pos.col)
-    elif isinstance(node, Unit):
-        node.end_line += lines
-    for name in syntax_fields(type(node)):
-        value = getattr(node, name)
-        for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, Node):
-                shift_lines(item, lines)
+    gives each file of a program its own range of lines). A node two others share
+    (the type of `m, v : matrix[M, N]`, one for both parameters) moves once."""
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        node.line += lines
+        if isinstance(node, Tape):
+            node.end_pos = Pos(node.end_pos.line + lines, node.end_pos.col)
+        elif isinstance(node, Unit):
+            node.end_line += lines
+        for name in syntax_fields(type(node)):
+            value = getattr(node, name)
+            stack.extend(item for item in (value if isinstance(value, list) else [value]) if isinstance(item, Node))
 
 
 @functools.cache
