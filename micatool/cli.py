@@ -246,6 +246,14 @@ def mica_files(paths: list[str]) -> list[Path]:
     return list(found)
 
 
+def cmd_lsp(args) -> int:
+    """The language server, on standard input and output, until the editor says exit."""
+    from .lsp.server import serve
+
+    serve(includes(args))
+    return 0
+
+
 def cmd_version(args) -> int:
     from .link import zig
 
@@ -274,6 +282,7 @@ COMMANDS = {
     "image": (cmd_image, "write a FROM scratch OCI image of the program, without a Docker daemon"),
     "size": (cmd_size, "the stripped binary's size per target and section; --check holds it to budgets"),
     "fmt": (cmd_fmt, "rewrite Mica files in the one canonical layout; --check names those that would change"),
+    "lsp": (cmd_lsp, "the language server for editors (LSP over standard input and output; docs/editors.md)"),
     "notebook": (cmd_notebook, "Mica Notebooks: run every cell and record its output, or verify the recordings"),
     "version": (cmd_version, "print micatool's version and the zig it builds with"),
     "help": (cmd_help, "show the commands, or one command's options"),
@@ -309,6 +318,9 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
         sub.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress display")
         if name == "version":
             continue
+        if name == "lsp":
+            sub.add_argument("--stdio", action="store_true", help="talk over standard input and output (the default "
+                                                                  "and only way; editors' clients pass it)")
         if name == "help":
             sub.add_argument("topic", nargs="?", help="a command")
         elif name == "size":
@@ -324,7 +336,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
             sub.add_argument("--target", default="native", type=_word(targets.resolve),
                              help="build the cells for this target and run them under qemu when it is not this "
                                   "machine's (default: native)")
-        else:
+        elif name != "lsp":
             sub.add_argument("program", help="a .mica source file")
         if name not in ("help", "version", "fmt"):
             sub.add_argument("-I", dest="include", action="append", metavar="DIR",

@@ -52,7 +52,7 @@ def _end(status: int) -> None:
     kill micatool by the signal instead of ending it with 130. Output that
     cannot be written (a full disk) is said, as cat says it."""
     try:
-        if sys.stdout is not None:  # None when micatool was started with it closed
+        if sys.stdout is not None and not sys.stdout.closed:  # None when started with it closed; lsp closes it
             sys.stdout.flush()
     except OSError as e:
         print(f"micatool: error: cannot write standard output: {e.strerror}", file=sys.stderr)

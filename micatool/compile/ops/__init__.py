@@ -43,6 +43,8 @@ class Op:
     kernels: list[str] = field(default_factory=list)
     tape: dict[str, TapeRecord] = field(default_factory=dict)
     records: bool = False  # inside a window its tracked result is a node of the tape, with a backward
+    signature: str = ""  # how a call reads, `Sum(t) : scalar`: what an editor shows
+    doc: str = ""  # one line on what it does
 
 
 OPS: dict[str, Op] = {}
@@ -51,12 +53,13 @@ OPS: dict[str, Op] = {}
 TAPE: dict[str, TapeRecord] = {}
 
 
-def define(name: str, *, check, lower, device=None, kernels=(), tape=None, records=False) -> None:
+def define(name: str, *, check, lower, device=None, kernels=(), tape=None, records=False, signature="",
+           doc="") -> None:
     """Enter one op. A name with a ':' is a form another entry hands its call to
     (Max of one tensor is 'Max:reduce'); no program can spell it."""
     if name in OPS:
         raise ValueError(f"{name} is defined twice")
-    OPS[name] = Op(name, check, lower, device, list(kernels), dict(tape or {}), records)
+    OPS[name] = Op(name, check, lower, device, list(kernels), dict(tape or {}), records, signature, doc)
     record_on_tape(tape or {})
 
 

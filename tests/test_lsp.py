@@ -1,0 +1,302 @@
+"""micatool lsp, driven over stdio by pytest-lsp as an editor drives it: the real
+server in its own process, each request answered as the protocol says, on the
+program of tests/units/split (a program and three units) copied to a folder of
+the test's own, and on small files written for one question each.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.uris import from_fs_path
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from micatool.fmt import format_source
+from micatool.diagnostics import SourceFile
+from test_fuzz import SEED_TOKENS, mutate
+
+pytestmark = pytest.mark.asyncio
+
+SPLIT = Path(__file__).parent / "units" / "split"
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "micatool", "lsp"]))
+async def client(lsp_client: LanguageClient):
+    await lsp_client.initialize_session(types.InitializeParams(capabilities=types.ClientCapabilities()))
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.fixture
+def split(tmp_path) -> Path:
+    for path in SPLIT.glob("*.mica"):
+        shutil.copy(path, tmp_path / path.name)
+    return tmp_path
+
+
+async def opened(client: LanguageClient, path: Path, text: str | None = None) -> tuple[str, list[types.Diagnostic]]:
+    """Open the file (its text on disk, or `text`) and wait for its diagnostics."""
+    uri = from_fs_path(str(path))
+    if text is None:
+        text = path.read_text()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="mica", version=1, text=text)))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    return uri, list(client.diagnostics[uri])
+
+
+def at(text: str, needle: str, nth: int = 0, offset: int = 0) -> types.Position:
+    """The position of the nth occurrence of needle in text (plus offset characters)."""
+    index = -1
+    for _ in range(nth + 1):
+        index = text.index(needle, index + 1)
+    index += offset
+    line = text.count("\n", 0, index)
+    return types.Position(line=line, character=index - (text.rfind("\n", 0, index) + 1))
+
+
+def span(d) -> tuple[int, int, int, int]:
+    r = d.range
+    return r.start.line, r.start.character, r.end.line, r.end.character
+
+
+def doc(uri: str) -> types.TextDocumentIdentifier:
+    return types.TextDocumentIdentifier(uri=uri)
+
+
+# ---------------------------------------------------------------- diagnostics
+
+
+async def test_a_clean_program_has_no_diagnostics(client, split):
+    _, diagnostics = await opened(client, split / "split.mica")
+    assert diagnostics == []
+
+
+async def test_diagnostics_on_open_carry_codes_and_exact_ranges(client, tmp_path):
+    text = "program P;\nvar\n    x : integer;\nbegin\n    x := 'text';\n    Writeln(x)\nend.\n"
+    _, diagnostics = await opened(client, tmp_path / "p.mica", text)
+    assert [(d.code, span(d), d.message) for d in diagnostics] == [
+        (4031, (4, 9, 4, 15), "cannot assign 'string' to 'integer'"),
+        (3001, (5, 4, 5, 11), "unknown name 'Writeln'; did you mean 'WriteLn'? (names are case-sensitive)"),
+    ]
+
+
+async def test_every_slip_of_a_file_being_typed_is_shown_after_a_change(client, tmp_path):
+    uri, _ = await opened(client, tmp_path / "p.mica", "program P;\nbegin\n    WriteLn(1);\nend.\n")
+    text = "program P;\nvar\n    x integer;\nbegin\n    x := 1\n    WriteLn(x + );\nend.\n"
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert [(d.code, d.range.start.line) for d in client.diagnostics[uri]] == [(2003, 2), (2001, 4), (2003, 5)]
+
+
+async def test_a_units_error_is_shown_on_the_uses_that_brings_it(client, split):
+    (split / "rates.mica").write_text("unit Rates;\ninterface\nconst\n    Rate = 'fast' * 2;\nimplementation\nend.\n")
+    _, diagnostics = await opened(client, split / "optim.mica")
+    assert len(diagnostics) == 1 and diagnostics[0].range.start.line == 9  # `uses Rates;` of optim.mica
+    assert diagnostics[0].message.startswith(f"{split / 'rates.mica'}:4:")
+
+
+# ---------------------------------------------------------------- hover, definition, references, rename
+
+
+async def test_hover_gives_types_with_shapes_and_the_binding_at_a_generic_call(client, split):
+    text = (split / "split.mica").read_text()
+    uri, _ = await opened(client, split / "split.mica")
+    variable = await client.text_document_hover_async(
+        types.HoverParams(text_document=doc(uri), position=at(text, "h :=", 1)))
+    assert variable.contents.value == "```mica\n(variable) h : tracked vector[3] of float64\n```"
+    call = await client.text_document_hover_async(
+        types.HoverParams(text_document=doc(uri), position=at(text, "Layer(")))
+    assert call.contents.value == (
+        "```mica\nfunction Layer(w : tracked matrix[M, N] of float64; b : tracked vector[M] of float64; "
+        "x : tracked vector[N] of float64) : tracked vector[M] of float64\n```\n\nfrom unit Layers\n\n"
+        "shapes bound here: `M = 3`, `N = 3`")
+    field = await client.text_document_hover_async(
+        types.HoverParams(text_document=doc(uri), position=at(text, ".wm", 0, 1)))
+    assert field.contents.value == "`matrix[3, 3] of float64`"
+
+
+async def test_hover_on_an_operator_gives_its_expressions_type(client, tmp_path):
+    text = ("program P;\nvar\n    a : matrix[2, 4] of float64;\n    b : matrix[4, 3] of float64;\nbegin\n"
+            "    WriteLn(a * b);\nend.\n")
+    uri, _ = await opened(client, tmp_path / "p.mica", text)
+    found = await client.text_document_hover_async(types.HoverParams(text_document=doc(uri), position=at(text, "* b")))
+    assert found.contents.value == "`matrix[2, 3] of float64`"
+    assert span(found) == (5, 14, 5, 15)
+
+
+async def test_hover_on_a_vocabulary_op_gives_its_signature_and_line(client, split):
+    text = (split / "split.mica").read_text()
+    uri, _ = await opened(client, split / "split.mica")
+    found = await client.text_document_hover_async(
+        types.HoverParams(text_document=doc(uri), position=at(text, "Backward")))
+    assert found.contents.value.startswith("```mica\nBackward(")
+    assert len(found.contents.value.split("\n```\n\n")[1]) > 10
+
+
+async def test_definition_and_references_cross_into_units(client, split):
+    text = (split / "split.mica").read_text()
+    uri, _ = await opened(client, split / "split.mica")
+    found = await client.text_document_definition_async(
+        types.DefinitionParams(text_document=doc(uri), position=at(text, "Layer(")))
+    assert found.uri == from_fs_path(str(split / "layers.mica"))
+    assert (found.range.start.line, found.range.start.character) == (14, 9)
+    refs = await client.text_document_references_async(
+        types.ReferenceParams(text_document=doc(uri), position=at(text, "AdamVector"), context=types.ReferenceContext(include_declaration=True)))
+    assert sorted((Path(r.uri).name, r.range.start.line) for r in refs) == [
+        ("optim.mica", 5), ("optim.mica", 17), ("split.mica", 35)]
+
+
+async def test_rename_changes_every_use_and_refuses_a_clash(client, split):
+    text = (split / "split.mica").read_text()
+    uri, _ = await opened(client, split / "split.mica")
+    edit = await client.text_document_rename_async(
+        types.RenameParams(text_document=doc(uri), position=at(text, "twins"), new_name="pairs"))
+    assert set(edit.changes) == {uri}
+    assert len(edit.changes[uri]) == text.count("twins")
+    assert {e.new_text for e in edit.changes[uri]} == {"pairs"}
+    with pytest.raises(JsonRpcException, match="'s' would clash with 's', already declared"):
+        await client.text_document_rename_async(
+            types.RenameParams(text_document=doc(uri), position=at(text, "k,"), new_name="s"))
+    with pytest.raises(JsonRpcException, match="'begin' is not a name"):
+        await client.text_document_rename_async(
+            types.RenameParams(text_document=doc(uri), position=at(text, "k,"), new_name="begin"))
+    across = await client.text_document_rename_async(
+        types.RenameParams(text_document=doc(uri), position=at(text, "Norm("), new_name="Length2"))
+    assert sorted(Path(u).name for u in across.changes) == ["layers.mica", "split.mica"]
+
+
+# ---------------------------------------------------------------- completion, signature help
+
+
+async def test_completion_after_a_dot_and_in_scope(client, split):
+    text = (split / "split.mica").read_text().replace("    Save(", "    twins[0].\n    Optim.\n    Save(")
+    uri, _ = await opened(client, split / "split.mica", text)
+    fields = await client.text_document_completion_async(
+        types.CompletionParams(text_document=doc(uri), position=at(text, "twins[0].", 0, 9)))
+    assert [i.label for i in fields.items] == ["w", "wm", "wv", "b", "bm", "bv"]
+    exported = await client.text_document_completion_async(
+        types.CompletionParams(text_document=doc(uri), position=at(text, "Optim.\n", 0, 6)))
+    assert [i.label for i in exported.items] == ["AdamMatrix", "AdamVector"]
+    anywhere = await client.text_document_completion_async(
+        types.CompletionParams(text_document=doc(uri), position=at(text, "Seed")))
+    labels = {i.label: i for i in anywhere.items}
+    assert {"blocks", "Steps", "Layer", "Layers", "Sum", "WriteLn", "while", "float64"} <= set(labels)
+    assert labels["Layer"].kind == types.CompletionItemKind.Function
+    assert labels["Steps"].detail == "4 : integer"
+
+
+async def test_signature_help_follows_the_argument(client, split):
+    text = (split / "split.mica").read_text()
+    uri, _ = await opened(client, split / "split.mica")
+    found = await client.text_document_signature_help_async(
+        types.SignatureHelpParams(text_document=doc(uri), position=at(text, "blocks[k].b, h);", 0, 4)))
+    assert found.signatures[0].label.startswith("function Layer(")
+    assert found.active_parameter == 1
+
+
+# ---------------------------------------------------------------- symbols, tokens, formatting, hints, fixes
+
+
+async def test_document_symbols_outline_the_file(client, split):
+    uri, _ = await opened(client, split / "layers.mica")
+    found = await client.text_document_document_symbol_async(types.DocumentSymbolParams(text_document=doc(uri)))
+    assert [s.name for s in found] == ["Layers"]
+    assert [s.name for s in found[0].children] == ["D", "Block", "Plain", "Layer", "Norm"]
+    assert [c.name for c in found[0].children[3].children] == ["w", "b", "x"]
+
+
+async def test_semantic_tokens_colour_names_by_what_they_name(client, split):
+    text = (split / "split.mica").read_text()
+    uri, _ = await opened(client, split / "split.mica")
+    found = await client.text_document_semantic_tokens_full_async(types.SemanticTokensParams(text_document=doc(uri)))
+    legend = ["keyword", "comment", "string", "number", "operator", "variable", "parameter", "function", "type",
+              "namespace", "property", "enumMember"]
+    line = col = 0
+    kinds = {}
+    for i in range(0, len(found.data), 5):
+        dl, dc, length, kind, _ = found.data[i:i + 5]
+        line, col = line + dl, (col + dc if dl == 0 else dc)
+        kinds[text.split("\n")[line][col:col + length]] = legend[kind]
+    assert kinds["program"] == "keyword" and kinds["Layers"] == "namespace" and kinds["Layer"] == "function"
+    assert kinds["Block"] == "type" and kinds["Steps"] == "enumMember" and kinds["twins"] == "variable"
+    assert kinds["0.5"] == "number" and kinds["' '"] == "string" and kinds["k"] == "variable"
+
+
+async def test_formatting_gives_fmts_text(client, tmp_path):
+    text = "program P;\nvar x:integer;\nbegin\nx:=1;\n      WriteLn( x );\nend.\n"
+    uri, _ = await opened(client, tmp_path / "p.mica", text)
+    edits = await client.text_document_formatting_async(
+        types.DocumentFormattingParams(text_document=doc(uri), options=types.FormattingOptions(tab_size=4, insert_spaces=True)))
+    assert [e.new_text for e in edits] == [format_source(SourceFile(str(tmp_path / "p.mica"), text))]
+
+
+async def test_inlay_hints_show_each_generic_calls_binding(client, split):
+    text = (split / "split.mica").read_text()
+    uri, _ = await opened(client, split / "split.mica")
+    lines = text.count("\n")
+    found = await client.text_document_inlay_hint_async(
+        types.InlayHintParams(text_document=doc(uri), range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=lines, character=0))))
+    assert [(h.position.line, h.position.character, h.label) for h in found] == [
+        (26, 26, "<M = 3, N = 3>"), (30, 36, "<N = 3>"), (33, 28, "<M = 3, N = 3>"), (34, 22, "<N = 3>")]
+
+
+async def test_quick_fixes_apply_what_the_diagnostic_suggests(client, tmp_path):
+    text = "program P;\nvar\n    x : integer;\nbegin\n    x = 1;\n    Writeln(x);\nend.\n"
+    uri, diagnostics = await opened(client, tmp_path / "p.mica", text)
+    assert [d.code for d in diagnostics] == [2007, 3001]
+    found = await client.text_document_code_action_async(
+        types.CodeActionParams(text_document=doc(uri), range=types.Range(start=types.Position(line=4, character=0), end=types.Position(line=4, character=9)), context=types.CodeActionContext(diagnostics=diagnostics)))
+    assert [(a.title, a.edit.changes[uri][0].new_text, span(a.edit.changes[uri][0])) for a in found] == [
+        ("Change '=' to ':='", ":=", (4, 6, 4, 7))]
+    text = "program P;\nvar\n    x : integer;\nbegin\n    x := 1;\n    Writeln(x);\nend.\n"
+    uri, diagnostics = await opened(client, tmp_path / "q.mica", text)
+    found = await client.text_document_code_action_async(
+        types.CodeActionParams(text_document=doc(uri), range=types.Range(start=types.Position(line=5, character=0), end=types.Position(line=5, character=9)), context=types.CodeActionContext(diagnostics=diagnostics)))
+    assert [(a.title, a.edit.changes[uri][0].new_text, span(a.edit.changes[uri][0])) for a in found] == [
+        ("Change to 'WriteLn'", "WriteLn", (5, 4, 5, 11))]
+
+
+# ---------------------------------------------------------------- any text
+
+
+async def test_the_server_answers_every_request_whatever_the_text(client, tmp_path):
+    """The front-end fuzzer's mutants sent as edits of one open file: after each,
+    every kind of request at a few places, each answered, none with an error."""
+    rng = random.Random(34)
+    uri, _ = await opened(client, tmp_path / "fuzz.mica", "program P;\nbegin\nend.\n")
+    for version in range(2, 62):
+        text = mutate(rng.choice(SEED_TOKENS), rng)
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+        lines = text.split("\n")
+        line = rng.randrange(len(lines))
+        where = types.Position(line=line, character=rng.randrange(len(lines[line]) + 1))
+        whole = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=len(lines), character=0))
+        await client.text_document_hover_async(types.HoverParams(text_document=doc(uri), position=where))
+        await client.text_document_definition_async(types.DefinitionParams(text_document=doc(uri), position=where))
+        await client.text_document_references_async(
+            types.ReferenceParams(text_document=doc(uri), position=where, context=types.ReferenceContext(include_declaration=True)))
+        await client.text_document_completion_async(types.CompletionParams(text_document=doc(uri), position=where))
+        await client.text_document_signature_help_async(
+            types.SignatureHelpParams(text_document=doc(uri), position=where))
+        await client.text_document_document_symbol_async(types.DocumentSymbolParams(text_document=doc(uri)))
+        await client.text_document_semantic_tokens_full_async(types.SemanticTokensParams(text_document=doc(uri)))
+        await client.text_document_inlay_hint_async(types.InlayHintParams(text_document=doc(uri), range=whole))
+        await client.text_document_code_action_async(
+            types.CodeActionParams(text_document=doc(uri), range=whole, context=types.CodeActionContext(diagnostics=list(client.diagnostics.get(uri, [])))))
+        await client.text_document_formatting_async(
+            types.DocumentFormattingParams(text_document=doc(uri), options=types.FormattingOptions(tab_size=4, insert_spaces=True)))
+        await client.text_document_prepare_rename_async(
+            types.PrepareRenameParams(text_document=doc(uri), position=where))
+    assert client.error is None
