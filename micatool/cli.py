@@ -49,7 +49,8 @@ def cmd_check(args) -> int:
 
 
 def cmd_emit_c(args) -> int:
-    sys.stdout.write(_compile(args, args.program).c)
+    program = _compile(args, args.program)
+    sys.stdout.write(program.debug_c if args.lines else program.c)
     return 0
 
 
@@ -373,6 +374,10 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
             sub.add_argument("--target", default="x86_64-linux,aarch64-linux", type=_word(targets.resolve_all),
                              help="comma-separated targets")
             sub.add_argument("--check", metavar="BUDGETS", help="fail when a binary exceeds its budget (TOML)")
+        if name == "emit-c":
+            sub.add_argument("--lines", action="store_true",
+                             help="with the #line directives that a debug or --symbols build compiles, which name "
+                                  "the Mica lines")
         if name in ("check", "size"):
             sub.add_argument("--json", action="store_true",
                              help="machine-readable output: " + ("one JSON object per diagnostic" if name == "check"

@@ -101,3 +101,8 @@ def tier_flags(tier: str, symbols: bool = False) -> list[str]:
 
 def link_flags(tier: str, symbols: bool = False) -> list[str]:
     return [] if symbols else TIER_LINK_FLAGS[tier]
+
+
+def keeps_line_tables(tier: str, symbols: bool = False) -> bool:
+    """zig's compiler writes line tables at every -O; a binary keeps them unless stripped."""
+    return "-s" not in link_flags(tier, symbols)

@@ -1,6 +1,6 @@
 """Test entry point: installs and starts the real components the tests use.
 
-qemu-user-static comes from Debian (apt-get, as root in CI), the editor
+qemu-user-static and gdb come from Debian (apt-get, as root in CI), the editor
 package's Node tooling from npm (pinned by lock files, kept in micatool's
 cache); a test that needs a component which cannot be had skips and says why.
 """
@@ -8,6 +8,7 @@ cache); a test that needs a component which cannot be had skips and says why.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import NamedTuple
@@ -18,7 +19,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from fake_driver import fake_cuda  # noqa: E402,F401 (the fixture, tests/fake_driver.py)
 from helpers import qemu  # noqa: E402
-from system import Unavailable, apt_install, npm_ci, require_node  # noqa: E402
+from system import Unavailable, apt_install, npm_ci, require_node, sh, tail  # noqa: E402
 
 from micatool.cache import cache_dir  # noqa: E402
 
@@ -34,6 +35,20 @@ def aarch64():
         except Unavailable as why:
             pytest.skip(f"qemu-aarch64-static: {why}")
     return qemu()
+
+
+@pytest.fixture(scope="session")
+def gdb() -> str:
+    """Debian's gdb, installed when missing, that can run a program under ptrace here."""
+    if shutil.which("gdb") is None:
+        try:
+            apt_install("gdb")
+        except Unavailable as why:
+            pytest.skip(f"gdb: {why}")
+    status, out = sh(["gdb", "-nx", "-batch", "-ex", "run", "/bin/true"])
+    if "exited normally" not in out:
+        pytest.skip(f"gdb cannot run a program here (a container without ptrace?), status {status}: {tail(out)}")
+    return "gdb"
 
 
 class NodeTools(NamedTuple):

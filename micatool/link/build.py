@@ -64,6 +64,12 @@ def flavour(program: CProgram, target: targets.Target) -> targets.Target:
     return targets.gpu_flavour(target) if program.uses_gpu else target
 
 
+def c_text(program: CProgram, tier: str, symbols: bool = False) -> str:
+    """The C a build compiles: where the binary keeps its line tables, the text whose
+    #line directives make them name the Mica files and lines a debugger shows."""
+    return program.debug_c if targets.keeps_line_tables(tier, symbols) else program.c
+
+
 def build(program: CProgram, target: targets.Target, tier: str, output: Path, symbols: bool = False) -> None:
     """Compile the program's C for target at tier into the binary `output`: static, or
     the glibc flavour for a GPU program; with symbols kept for a profiler, or stripped."""
@@ -73,7 +79,7 @@ def build(program: CProgram, target: targets.Target, tier: str, output: Path, sy
     sweep_stale_work()
     with progress.step(f"compiling for {target.name} ({tier})"), tempfile.TemporaryDirectory(prefix="mica-build-") as work:
         c_file = Path(work) / "program.c"
-        c_file.write_text(program.c)
+        c_file.write_text(c_text(program, tier, symbols))
         binary = Path(work) / "program"
         zig.cc(
             ["-target", target.triple, *flags, *reproducible(work), "-Wl,--gc-sections", "-I", str(runtime_dir()),
@@ -102,7 +108,7 @@ def sweep_stale_work() -> None:
 def cached_build(program: CProgram, target: targets.Target, tier: str) -> Path:
     """The binary for this program, target and tier, reusing an earlier identical build
     (the C holds everything else the program is: its PTX too)."""
-    key = digest(zig.zig_version(), target.triple, tier, *reproducible("<work>"), program.c,
+    key = digest(zig.zig_version(), target.triple, tier, *reproducible("<work>"), c_text(program, tier),
                  *(p.read_text() for p in runtime_sources()))
     path = cache_dir() / "programs" / f"{key[:24]}-{flavour(program, target).name}-{tier}"
     if not path.exists():

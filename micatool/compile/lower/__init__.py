@@ -16,13 +16,17 @@ dropped when their routine returns.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ... import __version__
+from ...diagnostics import SourceFile
 from ..analyzer import Analysis
 from ..cprogram import CProgram
 from ..ctypes import CTypes, c_string_literal, c_symbol
 from ..symbols import RoutineSymbol
 from .function import FunctionLowering
 from .jinja import templates
+from .lines import Directives, Line, plain
 
 
 def lower(analysis: Analysis) -> CProgram:
@@ -38,7 +42,7 @@ class Lowering:
         self.instances: dict[tuple, str] = {}
         self.pending: list[tuple[RoutineSymbol, dict, str, bool]] = []
         self.prototypes: list[str] = []
-        self.functions: list[str] = []
+        self.functions: list[tuple[str, list[Line]]] = []  # each C function's comment and lines
         self.kernels: set[str] = set()  # the GPU kernels the program launches
 
     def instance(self, routine: RoutineSymbol, binding: dict, recording: bool = False) -> str:
@@ -56,29 +60,35 @@ class Lowering:
 
     def render(self) -> CProgram:
         for unit in self.analysis.units:
-            prototype, text = FunctionLowering(self, None, {}, recording=False).initialization_text(unit)
+            prototype, lines = FunctionLowering(self, None, {}, recording=False).initialization_function(unit)
             self.prototypes.append(prototype)
-            self.functions.append(text)
-        main = FunctionLowering(self, None, {}, recording=False)
-        main_body = main.program_body(self.analysis)
+            self.functions.append((f"the initialization of unit {unit.tree.name}", lines))
+        main = FunctionLowering(self, None, {}, recording=False).program_function(self.analysis)
         while self.pending:
             routine, binding, name, recording = self.pending.pop(0)
-            prototype, text = FunctionLowering(self, routine, binding, recording).routine_text(name)
+            f = FunctionLowering(self, routine, binding, recording)
+            prototype, lines = f.routine_function(name)
             self.prototypes.append(prototype)
-            self.functions.append(text)
-        variables = [v for unit in self.analysis.units for v in unit.global_vars] + self.analysis.global_vars
-        globals_ = [f"{self.types.name(v.type)} {c_symbol(v)}" for v in variables]
-        # traps name a file by its place among the program's (diagnostics.FILE_LINE_BITS)
+            self.functions.append((f.signature(), lines))
+        self.functions.append((f"program {self.analysis.program.name}", main))
         sources = [self.analysis.source] + [unit.source for unit in self.analysis.units]
-        source_names = [source.name.rsplit("/", 1)[-1] for source in sources]
         kernels = tuple(sorted(self.kernels))
         module = ""
         if kernels:
             from .. import ptx  # its templates are read only for programs that launch kernels
 
             module = ptx.render(kernels)
+        c = self.program_text(sources, module, plain)
+        debug_c = self.program_text(sources, module, Directives([source.name for source in sources]).render)
+        return CProgram(c, debug_c, module, self.types.uses_gpu, kernels)
+
+    def program_text(self, sources: list[SourceFile], module: str, render: Callable[[list[Line]], str]) -> str:
+        """The program's C, each function's lines written by `render`."""
+        variables = [v for unit in self.analysis.units for v in unit.global_vars] + self.analysis.global_vars
+        # traps name a file by its place among the program's (diagnostics.FILE_LINE_BITS)
+        source_names = [source.name.rsplit("/", 1)[-1] for source in sources]
         ptx_lines = [c_string_literal(line + "\n") for line in module.splitlines()] if self.types.uses_gpu else []
-        c = templates.get_template("program.c.j2").render(
+        return templates.get_template("program.c.j2").render(
             gpu=self.types.uses_gpu,
             ptx_lines=ptx_lines or ['""'],
             version=__version__,
@@ -87,9 +97,7 @@ class Lowering:
             source_names_c=[c_string_literal(name) for name in source_names],
             definitions=self.types.definitions,
             helpers=self.types.helpers,
-            globals=globals_,
+            globals=[f"{self.types.name(v.type)} {c_symbol(v)}" for v in variables],
             prototypes=self.prototypes,
-            functions=self.functions,
-            main_body=main_body,
+            functions=[(comment, render(lines)) for comment, lines in self.functions],
         )
-        return CProgram(c, module, self.types.uses_gpu, kernels)

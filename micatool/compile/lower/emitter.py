@@ -10,20 +10,26 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from ..types import STREAM, Scalar, Type, storage_bytes
+from .lines import Line
 
 
 class Emitter:
     def __init__(self, ctype):
         self.ctype = ctype  # Mica type -> C type name, under the function's shape binding
-        self.lines: list[tuple[int, str]] = []  # (depth, text)
+        self.lines: list[Line] = []
         self.depth = 1
+        self.at: int | None = None  # the Mica line being lowered, which each line records
         self.drops: list[str] = []  # what the current statement must release at its end
         self.declared = False  # the current statement declared a temporary
         self.counter = 0
         self.frame_bytes = 0  # the temporaries' storage, for the routine's stack check
 
     def line(self, text: str) -> None:
-        self.lines.append((self.depth, text))
+        self.lines.append(Line(self.depth, text, self.at))
+
+    def nest(self, lines: list[Line]) -> None:
+        """Lines lowered apart, written one level deeper: the inside of a block."""
+        self.lines.extend(line._replace(depth=line.depth + 1) for line in lines)
 
     def fresh(self, prefix: str = "mica_t") -> str:
         self.counter += 1
@@ -59,9 +65,6 @@ class Emitter:
             return "NULL"
         return "0" if isinstance(t, Scalar) and t.name != "string" else "{0}"
 
-    def render_lines(self, lines) -> str:
-        return "\n".join("    " * depth + text for depth, text in lines)
-
     @contextmanager
     def statement_scope(self):
         """Temporaries of one statement live in a C block and are dropped at its end."""
@@ -74,8 +77,10 @@ class Emitter:
             self.lines, self.drops, self.declared = outer
             if declared or drops:
                 self.line("{")
-                self.lines.extend((depth + 1, text) for depth, text in inner)
-                self.lines.extend((self.depth + 1, d) for d in drops)
+                self.nest(inner)
+                with self.indented():
+                    for drop in drops:
+                        self.line(drop)
                 self.line("}")
             else:
                 self.lines.extend(inner)
@@ -102,8 +107,9 @@ class Emitter:
         flag = self.fresh()
         self.line(f"bool {flag};")
         self.line("{")
-        self.lines.extend((depth + 1, t) for depth, t in inner)
-        self.lines.append((self.depth + 1, f"{flag} = {text};"))
-        self.lines.extend((self.depth + 1, d) for d in drops)
+        self.nest(inner)
+        with self.indented():
+            for line in [f"{flag} = {text};", *drops]:
+                self.line(line)
         self.line("}")
         return flag

@@ -359,9 +359,10 @@ class Expressions:
         flag = self.emit.declare(BOOLEAN, left)
         test = flag if e.op == "and" else f"!{flag}"
         self.emit.line(f"if ({test}) {{")
-        self.emit.lines.extend((depth + 1, text) for depth, text in inner)
-        self.emit.lines.append((self.emit.depth + 1, f"{flag} = {right};"))
-        self.emit.lines.extend((self.emit.depth + 1, d) for d in drops)
+        self.emit.nest(inner)
+        with self.emit.indented():
+            for line in [f"{flag} = {right};", *drops]:
+                self.emit.line(line)
         self.emit.line("}")
         return CValue(flag, BOOLEAN, lvalue=True)
 

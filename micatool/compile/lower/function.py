@@ -15,7 +15,7 @@ from ..types import STREAM, Type, needs_drop, plain, storage_bytes, substitute
 from .device import Device
 from .emitter import Emitter
 from .expressions import Expressions, passed_by_pointer
-from .jinja import templates
+from .lines import Line, function
 from .statements import Statements
 from .tape import Tape
 from .tasks import Tasks
@@ -47,7 +47,11 @@ class FunctionLowering:
     def ctype(self, t: Type) -> str:
         return self.types.name(self.concrete(t))
 
-    def program_body(self, analysis: Analysis) -> str:
+    def program_function(self, analysis: Analysis) -> list[Line]:
+        """mica_program(): the units' initializations, the program's variables' initial
+        values, its body, and as it ends the closing of its streams."""
+        program = analysis.program
+        self.emit.at = program.pos.line
         for unit in analysis.units:  # each after the units it uses
             self.emit.line(f"{initialization_name(unit)}();")
         for var in analysis.global_vars:
@@ -56,25 +60,24 @@ class FunctionLowering:
         # the program's streams close as it ends, as a routine's do as it returns, then its units'
         self.closing = [v for unit in reversed(analysis.units) for v in unit.global_vars if v.type == STREAM]
         self.closing[:0] = [v for v in analysis.global_vars if v.type == STREAM]
-        self.statements.stmts(analysis.program.body)
-        if self.uses_done:
-            self.emit.line("mica_done:;")
-        for var in self.closing:
-            self.emit.line(self.types.drop(var.type, c_symbol(var)))
-        return self.emit.render_lines(self.emit.lines)
+        self.statements.stmts(program.body)
+        epilogue = [self.types.drop(var.type, c_symbol(var)) for var in self.closing]
+        return function("void mica_program(void)", program.pos.line, [], self.body(), epilogue)
 
-    def initialization_text(self, unit: UnitAnalysis) -> tuple[str, str]:
+    def initialization_function(self, unit: UnitAnalysis) -> tuple[str, list[Line]]:
         """A unit's initialization, as a C function the program calls first: its
         variables' initial values, then its initialization section."""
+        self.emit.at = unit.tree.pos.line
         for var in unit.global_vars:
             if var.init is not None:
                 self.initialize(var)
         self.statements.stmts(unit.tree.initialization)
         prototype = f"static void {initialization_name(unit)}(void)"
-        text = templates.get_template("routine.c.j2").render(
-            signature=f"the initialization of unit {unit.tree.name}", prototype=prototype, prologue=[],
-            body=self.emit.render_lines(self.emit.lines), needs_done_label=False, epilogue=[])
-        return prototype, text
+        return prototype, function(prototype, unit.tree.pos.line, [], self.body(), [])
+
+    def body(self) -> list[Line]:
+        """The lowered statements, and the label an exit jumps to when one does."""
+        return self.emit.lines + ([Line(0, "mica_done:;", None)] if self.uses_done else [])
 
     def initialize(self, var: VarSymbol) -> None:
         self.statements.at_line(var.init.pos.line)
@@ -82,8 +85,9 @@ class FunctionLowering:
             target = CValue(c_symbol(var), self.concrete(var.type), lvalue=True)
             self.statements.store(target, self.exprs.value(var.init, plain(target.type)), var.init.pos.line)
 
-    def routine_text(self, name: str) -> tuple[str, str]:
+    def routine_function(self, name: str) -> tuple[str, list[Line]]:
         routine = self.routine
+        self.emit.at = routine.decl.pos.line
         params = [self.param_decl(p) for p in routine.params]
         result = self.ctype(routine.result) if routine.result is not None else "void"
         if routine.result_var is not None and self.tape.holds_node(routine.result_var):
@@ -119,18 +123,12 @@ class FunctionLowering:
         epilogue.append("mica_line = mica_caller_line;")
         if routine.result_var is not None:
             epilogue.append("return result;")
-        signature = f"{routine.decl.kind} {routine.name}" + (
-            " with " + ", ".join(f"{k} = {v}" for k, v in self.binding.items()) if self.binding else ""
-        )
-        text = templates.get_template("routine.c.j2").render(
-            signature=signature,
-            prototype=prototype,
-            prologue=prologue,
-            body=self.emit.render_lines(self.emit.lines),
-            needs_done_label=self.uses_done,
-            epilogue=epilogue,
-        )
-        return prototype, text
+        return prototype, function(prototype, routine.decl.pos.line, prologue, self.body(), epilogue)
+
+    def signature(self) -> str:
+        """The routine as a comment above its C function names it, with its shape binding."""
+        bound = ", ".join(f"{k} = {v}" for k, v in self.binding.items())
+        return f"{self.routine.decl.kind} {self.routine.name}" + (f" with {bound}" if bound else "")
 
     def param_decl(self, p: VarSymbol) -> str:
         t = self.concrete(p.type)

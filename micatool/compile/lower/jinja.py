@@ -1,4 +1,4 @@
-"""The jinja2 templates of the C text (templates/): the program's frame and each routine's."""
+"""The jinja2 templates of the C text (templates/): the program's frame."""
 
 from __future__ import annotations
 

@@ -76,12 +76,17 @@ class Statements:
 
     def stmt(self, s: ast.Stmt) -> None:
         self.f.line_now = s.pos.line  # where device operations that name no line of their own report faults
+        enclosing = self.emit.at
+        self.emit.at = s.pos.line
         if not isinstance(s, (ast.Compound, ast.Empty, ast.While, ast.Repeat)):  # loops set it at each test
             self.at_line(s.pos.line)
         getattr(self, "stmt_" + type(s).__name__)(s)
+        self.emit.at = enclosing  # what follows a nested statement (a loop's test, a brace) is its enclosing one's
 
     def at_line(self, line: int) -> None:
-        """The running statement's line, for the runtime's traps that are given none (mica.h, mica_line)."""
+        """The running statement's line, for the runtime's traps that are given none (mica.h, mica_line),
+        and for the C lines that follow (lines.py)."""
+        self.emit.at = line
         self.emit.line(f"mica_line = {line};")
 
     def stmt_Empty(self, s):

@@ -10,9 +10,11 @@ instance with the struct's fields and drops the copies it owns.
 
 from __future__ import annotations
 
+from ...diagnostics import MAX_FILE_LINES
 from .. import ast
 from ..types import needs_drop, substitute
 from .expressions import passed_by_pointer
+from .lines import function
 
 
 class Tasks:
@@ -58,9 +60,7 @@ class Tasks:
                 f.emit.line(f"{copies}->a{i} = {text};")
                 args.append(f"&args->a{i}" if passed_by_pointer(t) else f"args->a{i}")
             f.emit.line(f"mica_spawn(&{self.blocks[-1]}, {run}, {copies}, {s.pos.line});")
-        body = "\n".join(["    " + line for line in [f"struct {run}_args *args = p;",
-                                                       f"{instance}({', '.join(args)});", *drops]])
-        f.lowering.prototypes.append(f"struct {run}_args {{ {' '.join(fields) or 'char unused;'} }};\n"
-                                     f"static void {run}(void *p)")
-        f.lowering.functions.append(f"/* a task of the spawn at line {s.pos.line} */\n"
-                                    f"static void {run}(void *p) {{\n{body}\n}}")
+        prototype = f"static void {run}(void *p)"
+        f.lowering.prototypes.append(f"struct {run}_args {{ {' '.join(fields) or 'char unused;'} }};\n{prototype}")
+        f.lowering.functions.append((f"a task of the spawn at line {s.pos.line & MAX_FILE_LINES}", function(
+            prototype, s.pos.line, [f"struct {run}_args *args = p;", f"{instance}({', '.join(args)});"], [], drops)))
