@@ -15,6 +15,7 @@
 #include "mica_stream.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -83,6 +84,11 @@ static int64_t port_of(int fd) {
                                          : ((struct sockaddr_in *)&a)->sin_port);
 }
 
+/* A listening socket's queue of callers not yet accepted: as long as the system
+ * allows. The kernel cuts a longer request to net.core.somaxconn (4096 since
+ * Linux 5.4), where musl's SOMAXCONN would ask for a fixed 128. */
+#define LONGEST_QUEUE INT_MAX
+
 /* A socket on the first of the addresses that takes one, listening or
  * connected; -1, with the last address's errno in *error, when none does. */
 static int first_socket(const struct addrinfo *found, bool listening, int *error) {
@@ -99,7 +105,7 @@ static int first_socket(const struct addrinfo *found, bool listening, int *error
             if (a->ai_family == AF_INET6) /* '::' takes IPv4 callers too */
                 setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof no);
         }
-        bool ready = listening ? bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, SOMAXCONN) == 0
+        bool ready = listening ? bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, LONGEST_QUEUE) == 0
                                : connect(fd, a->ai_addr, a->ai_addrlen) == 0;
         if (ready) return fd;
         *error = errno;

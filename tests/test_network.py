@@ -10,6 +10,7 @@ import re
 import socket
 import subprocess
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -393,6 +394,34 @@ def test_an_accepted_connection_keeps_the_servers_timeout_and_is_named_by_its_pe
             out, err = program.communicate(timeout=WAIT)  # the client stays silent
     assert out == f"cannot read from 127.0.0.1:{peer}: timed out after 0.2 s\n".encode()
     assert program.returncode == 0, err
+
+
+def longest_listen_queue() -> int:
+    return int(Path("/proc/sys/net/core/somaxconn").read_text())
+
+
+def test_callers_queue_as_long_as_the_system_allows(tmp_path):
+    """A server that accepts no one: 300 callers still connect, since the listening queue is
+    the system's longest (net.core.somaxconn), not musl's SOMAXCONN of 128."""
+    if longest_listen_queue() < 300:
+        pytest.skip("net.core.somaxconn is below 300 here")
+    text = mica(listening("127.0.0.1") + """
+    if ReadLine(Input, address line) then WriteLn('accepted no one');""", "var server : stream; line : string;")
+    program = subprocess.Popen([str(build_text(tmp_path, text))], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    try:
+        port = int(program.stderr.readline())
+        callers = []
+        try:
+            for _ in range(300):
+                callers.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        finally:
+            for caller in callers:
+                caller.close()
+        out, _ = program.communicate(b"go\n", timeout=WAIT)
+    finally:
+        program.kill()
+    assert (len(callers), out) == (300, b"accepted no one\n")
 
 
 def test_tasks_each_hold_a_connection_of_their_own(tmp_path):
