@@ -138,8 +138,7 @@ bool mica_connect(mica_string host, int64_t port, mica_stream **conn) {
     return open_socket(host, port, conn, false);
 }
 
-/* f as a socket, or a trap naming the call. */
-static mica_fd_stream *socket_stream(mica_stream *f, const char *call, int at) {
+mica_fd_stream *mica_socket_stream(mica_stream *f, const char *call, int at) {
     if (f == NULL) mica_trapf(at, "%s of a stream that is not open", call);
     mica_fd_stream *s = (mica_fd_stream *)f;
     if (f == &mica_output || (s->mode != CONNECTED && s->mode != LISTENING)) {
@@ -158,15 +157,24 @@ static void set_timeout(mica_fd_stream *s, double seconds) {
 }
 
 void mica_set_timeout(mica_stream *f, double seconds, int at) {
-    mica_fd_stream *s = socket_stream(f, "SetTimeout", at);
+    mica_fd_stream *s = mica_socket_stream(f, "SetTimeout", at);
     if (!(seconds >= 0 && seconds <= 1e9)) /* past 1e9 s (31 years) a timeval is no longer the point */
         mica_trapf(at, "SetTimeout of %g s: a timeout is 0 (none) to 1e9 seconds", seconds);
     set_timeout(s, seconds);
 }
 
-bool mica_accept(mica_stream *server, mica_stream **conn, int at) {
-    mica_fd_stream *s = socket_stream(server, "Accept", at);
-    if (s->mode != LISTENING) mica_trapf(at, "Accept on %s: it is a connection, not a listening socket", s->name);
+void mica_stream_of_caller(mica_stream **conn, int fd, const struct sockaddr_storage *peer, socklen_t size) {
+    char host[NI_MAXHOST], port[NI_MAXSERV];
+    if (getnameinfo((const struct sockaddr *)peer, size, host, sizeof host, port, sizeof port,
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) { /* numeric, it fails only for an unknown family */
+        snprintf(host, sizeof host, "%s", "unknown peer");
+        snprintf(port, sizeof port, "%s", "0");
+    }
+    mica_stream_of_socket(conn, fd, endpoint(host, atoll(port)), false, send_all);
+}
+
+/* The next caller of a server that holds none, by accept(2), which waits as long as the server's timeout. */
+static bool next_caller(mica_fd_stream *s, mica_stream **caller) {
     struct sockaddr_storage peer;
     socklen_t size = sizeof peer;
     int fd;
@@ -177,18 +185,21 @@ bool mica_accept(mica_stream *server, mica_stream **conn, int at) {
         mica_stream_reason(why, sizeof why, s, errno);
         return mica_fail("cannot accept on %s: %s", s->name, why);
     }
-    char host[NI_MAXHOST], port[NI_MAXSERV];
-    if (getnameinfo((struct sockaddr *)&peer, size, host, sizeof host, port, sizeof port,
-                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) { /* numeric, it fails only for an unknown family */
-        snprintf(host, sizeof host, "%s", "unknown peer");
-        snprintf(port, sizeof port, "%s", "0");
-    }
-    double timeout = s->timeout; /* read first: a conn that held the server closes it */
-    mica_stream_of_socket(conn, fd, endpoint(host, atoll(port)), false, send_all);
-    set_timeout((mica_fd_stream *)*conn, timeout); /* a server's timeout bounds its connections too */
+    mica_stream_of_caller(caller, fd, &peer, size);
+    return true;
+}
+
+bool mica_accept(mica_stream *server, mica_stream **conn, int at) {
+    mica_fd_stream *s = mica_socket_stream(server, "Accept", at);
+    if (s->mode != LISTENING) mica_trapf(at, "Accept on %s: it is a connection, not a listening socket", s->name);
+    mica_stream *caller = NULL;
+    if (!(s->hold ? mica_hold_next(s, &caller) : next_caller(s, &caller))) return false;
+    set_timeout((mica_fd_stream *)caller, s->timeout); /* a server's timeout bounds its connections too */
+    mica_stream_drop(conn); /* what conn held closes, as opening into it would: the server, for Accept(s, address s) */
+    *conn = caller;
     return true;
 }
 
 int64_t mica_local_port(mica_stream *f, int at) {
-    return port_of(socket_stream(f, "LocalPort", at)->fd);
+    return port_of(mica_socket_stream(f, "LocalPort", at)->fd);
 }
