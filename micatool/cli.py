@@ -206,6 +206,46 @@ def cmd_notebook(args) -> int:
     return (notebook.run if args.action == "run" else notebook.verify)(path, args.tier, args.target, includes(args))
 
 
+def cmd_fmt(args) -> int:
+    """Each file in the canonical layout (micatool/fmt.py); with --check, only name those
+    that would change. A file that does not parse keeps its text and shows its diagnostics."""
+    from .cache import write_atomically
+    from .fmt import format_source
+
+    failed = False
+    for path in mica_files(args.paths):
+        source = load_source(str(path))
+        try:
+            formatted = format_source(source)
+        except CompileError as e:
+            print(e, file=sys.stderr)
+            failed = True
+            continue
+        if formatted == source.text:
+            continue
+        if args.check:
+            print(f"would reformat {path}")
+            failed = True
+        else:
+            write_atomically(path, formatted.encode("utf-8"))
+            print(f"reformatted {path}")
+    return 1 if failed else 0
+
+
+def mica_files(paths: list[str]) -> list[Path]:
+    """The files named, and every .mica file under the folders named, each once, in order."""
+    found: dict[Path, None] = {}
+    for name in paths:
+        path = Path(name)
+        if path.is_dir():
+            found.update(dict.fromkeys(sorted(path.rglob("*.mica"))))
+        elif path.exists():
+            found[path] = None
+        else:
+            raise UsageError(f"no file or folder '{name}'")
+    return list(found)
+
+
 def cmd_version(args) -> int:
     from .link import zig
 
@@ -233,6 +273,7 @@ COMMANDS = {
     "explain": (cmd_explain, "list every tracked place: canonical path, type, element count"),
     "image": (cmd_image, "write a FROM scratch OCI image of the program, without a Docker daemon"),
     "size": (cmd_size, "the stripped binary's size per target and section; --check holds it to budgets"),
+    "fmt": (cmd_fmt, "rewrite Mica files in the one canonical layout; --check names those that would change"),
     "notebook": (cmd_notebook, "Mica Notebooks: run every cell and record its output, or verify the recordings"),
     "version": (cmd_version, "print micatool's version and the zig it builds with"),
     "help": (cmd_help, "show the commands, or one command's options"),
@@ -272,6 +313,10 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
             sub.add_argument("topic", nargs="?", help="a command")
         elif name == "size":
             sub.add_argument("program", nargs="+", help="one or more .mica source files")
+        elif name == "fmt":
+            sub.add_argument("paths", nargs="+", metavar="FILE|DIR", help=".mica files, or folders of them")
+            sub.add_argument("--check", action="store_true",
+                             help="change nothing: name each file that would change, and exit 1 if any would")
         elif name == "notebook":
             sub.add_argument("action", choices=("run", "verify"),
                              help="run: record every cell's output; verify: hold each output against its recording")
@@ -281,7 +326,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
                                   "machine's (default: native)")
         else:
             sub.add_argument("program", help="a .mica source file")
-        if name not in ("help", "version"):
+        if name not in ("help", "version", "fmt"):
             sub.add_argument("-I", dest="include", action="append", metavar="DIR",
                              help="look for units in DIR too (after the using file's folder, before MICA_PATH's); "
                                   "may be given more than once")

@@ -11,13 +11,13 @@ from __future__ import annotations
 import gc
 import sys
 
-from ..diagnostics import CompileError, Diagnostic, SourceFile
+from ..diagnostics import MAX_ERRORS, CompileError, Diagnostic, SourceFile
 from . import ast, descent, units
 from .analyzer import Analysis, analyze
 from .cprogram import CProgram
 from .desugar import desugar
 from .lower import lower
-from .source import SourceError, load_source, parse
+from .source import SourceError, load_source, parse, parse_recovering
 
 
 # The stages walk the tree recursively, a few Python frames per level; the
@@ -42,11 +42,27 @@ def front_end(source: SourceFile, keep_tree: bool = True, include: tuple[str, ..
                 return check_streaming(source, include)
             except (descent.Fallback, RecursionError):
                 pass  # a syntax error somewhere: the whole-tree path below explains it
-        tree = parse(source)
+        tree, syntax, repairs = parse_recovering(source)
+        if syntax:
+            raise CompileError(syntax + what_parsed_says(source, tree, repairs, include),
+                               stopped=len(syntax) >= MAX_ERRORS)
         return analyze(source, tree, units.load(source, tree, include))
     finally:
         if collecting:
             gc.enable()
+
+
+def what_parsed_says(source: SourceFile, tree, repairs, include: tuple[str, ...]) -> list[Diagnostic]:
+    """The analyzer's diagnostics of a file whose syntax errors were repaired (so an
+    editor shows a type error while another line is unfinished), but those the
+    repairs made (repair.RepairedText.made_up)."""
+    if tree is None:
+        return []
+    try:
+        analyze(source, tree, units.load(source, tree, include))
+    except CompileError as e:
+        return [d for d in e.diagnostics if d.source is not source or not repairs.made_up(d.pos.line, d.code)]
+    return []
 
 
 def check_streaming(source: SourceFile, include: tuple[str, ...]) -> Analysis:

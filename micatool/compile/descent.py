@@ -18,6 +18,7 @@ the lark-built tree would.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ..diagnostics import Pos
 from . import ast
@@ -65,6 +66,40 @@ _BINDING = {"or": OR, "and": AND, "=": COMPARISON, "<>": COMPARISON, "<": COMPAR
             ">": COMPARISON, ">=": COMPARISON, "+": SUM, "-": SUM, "*": PRODUCT, "/": PRODUCT, "div": PRODUCT,
             "mod": PRODUCT}
 _ATOM_STARTS = frozenset(["INT", "FLOAT", "STRING", "true", "false", "NAME", "(", "["])
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """A token as scan gives it: its kind (a keyword's or a punctuation mark's is
+    its own text; 'comment', 'NAME', 'INT', 'FLOAT', 'STRING'; 'malformed' and
+    'other' for text no token is), its text, and where it starts."""
+
+    kind: str
+    text: str
+    line: int
+    col: int
+    offset: int
+
+
+def scan(text: str) -> list[Token]:
+    """Every token of text, comments included, in order (for the formatter and the
+    language server, which keep what the parser skips)."""
+    tokens, line, line_start = [], 1, 0
+    for match in _TOKEN.finditer(text):
+        kind = match.lastgroup
+        value = match.group(kind)
+        start = match.start(kind)
+        if kind == "EOF":
+            break
+        if kind != "newline":
+            if kind == "NAME" and value in KEYWORDS or kind == "punct":
+                kind = value
+            tokens.append(Token(kind, value, line, start - line_start + 1, start))
+        breaks = value.count("\n")
+        if breaks:
+            line += breaks
+            line_start = start + value.rindex("\n") + 1
+    return tokens
 
 
 def parse(text: str) -> ast.Program | ast.Unit:

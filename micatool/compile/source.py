@@ -33,10 +33,22 @@ def load_source(path: str) -> SourceFile:
 
 
 def parse(source: SourceFile) -> ast.Program | ast.Unit:
-    """The file's tree, or the CompileError that says what is wrong."""
+    """The file's tree, or the CompileError that says what is wrong: every syntax error."""
     try:
         return descent.parse(source.text)
     except (descent.Fallback, RecursionError):
         from . import lark_parser  # only a program with an error (or absurd nesting) waits for lark
 
         return lark_parser.parse(source)
+
+
+def parse_recovering(source: SourceFile):
+    """The file's tree (of the text with its syntax errors repaired, None if they cannot
+    be), the syntax errors' diagnostics, and the repairs (repair.RepairedText, None
+    when there were none)."""
+    try:
+        return descent.parse(source.text), [], None
+    except (descent.Fallback, RecursionError):
+        from . import lark_parser
+
+        return lark_parser.parse_recovering(source)
