@@ -23,7 +23,8 @@ import torch
 from safetensors.torch import load_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpt_vs_torch import GPT, ROOT, TorchGpt, constants  # noqa: E402
+from gpt_sizes import GPT, constants  # noqa: E402
+from gpt_vs_torch import ROOT, TorchGpt  # noqa: E402
 
 from micatool.reference import Generator  # noqa: E402  (gpt_vs_torch put the repository on the path)
 

@@ -275,6 +275,9 @@ bool mica_accept(mica_stream *server, mica_stream **conn, int at);
 bool mica_connect(mica_string host, int64_t port, mica_stream **conn);
 int64_t mica_local_port(mica_stream *f, int at);
 void mica_set_timeout(mica_stream *f, double seconds, int at);
+/* A server that holds its callers until their heads have come (mica_hold.c). */
+void mica_hold_callers(mica_stream *server, int64_t limit, double seconds, int at);
+bool mica_await_head(mica_stream *server, mica_stream **conn, int at);
 
 /* ------------------------------------------------------------ regular expressions */
 

@@ -15,6 +15,7 @@
 #include "mica_stream.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -83,6 +84,11 @@ static int64_t port_of(int fd) {
                                          : ((struct sockaddr_in *)&a)->sin_port);
 }
 
+/* A listening socket's queue of callers not yet accepted: as long as the system
+ * allows. The kernel cuts a longer request to net.core.somaxconn (4096 since
+ * Linux 5.4), where musl's SOMAXCONN would ask for a fixed 128. */
+#define LONGEST_QUEUE INT_MAX
+
 /* A socket on the first of the addresses that takes one, listening or
  * connected; -1, with the last address's errno in *error, when none does. */
 static int first_socket(const struct addrinfo *found, bool listening, int *error) {
@@ -99,7 +105,7 @@ static int first_socket(const struct addrinfo *found, bool listening, int *error
             if (a->ai_family == AF_INET6) /* '::' takes IPv4 callers too */
                 setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof no);
         }
-        bool ready = listening ? bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, SOMAXCONN) == 0
+        bool ready = listening ? bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, LONGEST_QUEUE) == 0
                                : connect(fd, a->ai_addr, a->ai_addrlen) == 0;
         if (ready) return fd;
         *error = errno;
@@ -132,8 +138,7 @@ bool mica_connect(mica_string host, int64_t port, mica_stream **conn) {
     return open_socket(host, port, conn, false);
 }
 
-/* f as a socket, or a trap naming the call. */
-static mica_fd_stream *socket_stream(mica_stream *f, const char *call, int at) {
+mica_fd_stream *mica_socket_stream(mica_stream *f, const char *call, int at) {
     if (f == NULL) mica_trapf(at, "%s of a stream that is not open", call);
     mica_fd_stream *s = (mica_fd_stream *)f;
     if (f == &mica_output || (s->mode != CONNECTED && s->mode != LISTENING)) {
@@ -152,15 +157,24 @@ static void set_timeout(mica_fd_stream *s, double seconds) {
 }
 
 void mica_set_timeout(mica_stream *f, double seconds, int at) {
-    mica_fd_stream *s = socket_stream(f, "SetTimeout", at);
+    mica_fd_stream *s = mica_socket_stream(f, "SetTimeout", at);
     if (!(seconds >= 0 && seconds <= 1e9)) /* past 1e9 s (31 years) a timeval is no longer the point */
         mica_trapf(at, "SetTimeout of %g s: a timeout is 0 (none) to 1e9 seconds", seconds);
     set_timeout(s, seconds);
 }
 
-bool mica_accept(mica_stream *server, mica_stream **conn, int at) {
-    mica_fd_stream *s = socket_stream(server, "Accept", at);
-    if (s->mode != LISTENING) mica_trapf(at, "Accept on %s: it is a connection, not a listening socket", s->name);
+void mica_stream_of_caller(mica_stream **conn, int fd, const struct sockaddr_storage *peer, socklen_t size) {
+    char host[NI_MAXHOST], port[NI_MAXSERV];
+    if (getnameinfo((const struct sockaddr *)peer, size, host, sizeof host, port, sizeof port,
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) { /* numeric, it fails only for an unknown family */
+        snprintf(host, sizeof host, "%s", "unknown peer");
+        snprintf(port, sizeof port, "%s", "0");
+    }
+    mica_stream_of_socket(conn, fd, endpoint(host, atoll(port)), false, send_all);
+}
+
+/* The next caller of a server that holds none, by accept(2), which waits as long as the server's timeout. */
+static bool next_caller(mica_fd_stream *s, mica_stream **caller) {
     struct sockaddr_storage peer;
     socklen_t size = sizeof peer;
     int fd;
@@ -171,18 +185,21 @@ bool mica_accept(mica_stream *server, mica_stream **conn, int at) {
         mica_stream_reason(why, sizeof why, s, errno);
         return mica_fail("cannot accept on %s: %s", s->name, why);
     }
-    char host[NI_MAXHOST], port[NI_MAXSERV];
-    if (getnameinfo((struct sockaddr *)&peer, size, host, sizeof host, port, sizeof port,
-                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) { /* numeric, it fails only for an unknown family */
-        snprintf(host, sizeof host, "%s", "unknown peer");
-        snprintf(port, sizeof port, "%s", "0");
-    }
-    double timeout = s->timeout; /* read first: a conn that held the server closes it */
-    mica_stream_of_socket(conn, fd, endpoint(host, atoll(port)), false, send_all);
-    set_timeout((mica_fd_stream *)*conn, timeout); /* a server's timeout bounds its connections too */
+    mica_stream_of_caller(caller, fd, &peer, size);
+    return true;
+}
+
+bool mica_accept(mica_stream *server, mica_stream **conn, int at) {
+    mica_fd_stream *s = mica_socket_stream(server, "Accept", at);
+    if (s->mode != LISTENING) mica_trapf(at, "Accept on %s: it is a connection, not a listening socket", s->name);
+    mica_stream *caller = NULL;
+    if (!(s->hold ? mica_hold_next(s, &caller) : next_caller(s, &caller))) return false;
+    set_timeout((mica_fd_stream *)caller, s->timeout); /* a server's timeout bounds its connections too */
+    mica_stream_drop(conn); /* what conn held closes, as opening into it would: the server, for Accept(s, address s) */
+    *conn = caller;
     return true;
 }
 
 int64_t mica_local_port(mica_stream *f, int at) {
-    return port_of(socket_stream(f, "LocalPort", at)->fd);
+    return port_of(mica_socket_stream(f, "LocalPort", at)->fd);
 }

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,14 +35,14 @@ static void send_bytes(file_stream *s, const char *data, size_t size) {
     if (s->write_error == 0) s->write_error = s->send_all(s->fd, data, size);
 }
 
-static void send(file_stream *s) {
+static void send_pending(file_stream *s) {
     send_bytes(s, s->out, s->pending);
     s->pending = 0;
 }
 
 static void put_buffered(mica_stream *to, const char *data, size_t size) {
     file_stream *s = (file_stream *)to;
-    if (size > MICA_STREAM_BUFFER - s->pending) send(s);
+    if (size > MICA_STREAM_BUFFER - s->pending) send_pending(s);
     if (size >= MICA_STREAM_BUFFER) {
         send_bytes(s, data, size); /* too big to collect: straight out */
         return;
@@ -83,11 +84,12 @@ static int finish(file_stream *s, bool abandon) {
     pthread_mutex_unlock(&open_streams_lock);
     int error = 0;
     if (s->mode == WRITING) {
-        send(s);
+        send_pending(s);
         error = mica_atomic_commit(&s->atomic, abandon ? ECANCELED : s->write_error);
     } else {
         bool sends = s->mode == APPENDING || s->mode == CONNECTED;
-        if (sends) send(s);
+        if (s->hold) s->hold->end(s->hold, abandon);
+        if (sends) send_pending(s);
         error = sends ? s->write_error : 0;
         if (close(s->fd) != 0 && error == 0 && sends) error = errno;
     }
@@ -113,7 +115,11 @@ static void end_early(void) {
 static file_stream *opened_with(mica_stream **f, enum mica_stream_mode mode, int fd, const char *name, int buffers) {
     static bool watching;
     mica_stream_drop(f); /* the stream the variable held closes first */
-    file_stream *s = mica_alloc(sizeof *s + (size_t)buffers * MICA_STREAM_BUFFER, 0);
+    /* The buffers are not zeroed: they are filled before they are read, and the
+     * pages a connection never uses (a held caller's, a short answer's) are never
+     * touched, so an open stream costs a page or two, not 128 KiB. */
+    file_stream *s = mica_scratch(1, sizeof *s + (size_t)buffers * MICA_STREAM_BUFFER, 0);
+    memset(s, 0, sizeof *s);
     s->base.put = put_buffered;
     s->mode = mode;
     s->fd = fd;
@@ -240,7 +246,7 @@ bool mica_stream_flush(mica_stream *f, bool must, int at) {
     }
     file_stream *s = (file_stream *)f;
     if (s->mode == READING || s->mode == LISTENING) return true;
-    send(s);
+    send_pending(s);
     return s->write_error == 0 || write_failed(s, s->write_error, must, at);
 }
 
@@ -259,6 +265,11 @@ static file_stream *readable(mica_stream *f, int at) {
 /* More bytes into an emptied buffer: false at the end, or on an error (kept in s->read_error). */
 static bool fill(file_stream *s) {
     s->start = s->filled = 0;
+    if (s->gathered_error != 0) { /* the connection failed while its caller was held */
+        s->read_error = s->gathered_error;
+        s->gathered_error = 0;
+        return false;
+    }
     for (;;) {
         ssize_t got = read(s->fd, s->in, MICA_STREAM_BUFFER);
         if (got < 0 && errno == EINTR) continue;
@@ -285,6 +296,39 @@ static const char *unread(file_stream *s, size_t *ready) {
     if (s->start == s->filled && !fill(s)) return NULL;
     *ready = s->filled - s->start;
     return s->in + s->start;
+}
+
+/* For a held caller (mica_hold.c), whose head gathers in its buffer before any task reads it. */
+bool mica_stream_gather(file_stream *s) {
+    memmove(s->in, s->in + s->start, s->filled - s->start); /* the unread bytes first, then room after them */
+    s->filled -= s->start;
+    s->start = 0;
+    if (s->filled == MICA_STREAM_BUFFER) return true;
+    ssize_t got;
+    do got = recv(s->fd, s->in + s->filled, MICA_STREAM_BUFFER - s->filled, MSG_DONTWAIT);
+    while (got < 0 && errno == EINTR);
+    if (got > 0) {
+        s->filled += (size_t)got;
+        return true;
+    }
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true; /* nothing more yet */
+    if (got < 0) s->gathered_error = errno;
+    return false;
+}
+
+int mica_stream_unread(const file_stream *s, int64_t skip, const char *piece[2], int64_t size[2]) {
+    const char *from[2] = {s->back.data ? s->back.data + s->back_start : NULL, s->in + s->start};
+    int64_t len[2] = {s->back.data ? s->back.len - s->back_start : 0, (int64_t)(s->filled - s->start)};
+    int pieces = 0;
+    for (int i = 0; i < 2; i++) {
+        int64_t skipped = skip < len[i] ? skip : len[i];
+        skip -= skipped;
+        if (len[i] > skipped) {
+            piece[pieces] = from[i] + skipped;
+            size[pieces++] = len[i] - skipped;
+        }
+    }
+    return pieces;
 }
 
 static void take(file_stream *s, size_t n) {

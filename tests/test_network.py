@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import contextlib
 import re
+import selectors
 import socket
 import subprocess
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -309,6 +311,10 @@ end;""")
     ("if OpenRead('{tmp}/f.txt', address s) then WriteLn(LocalPort(s));",
      "LocalPort of '{tmp}/f.txt': it is a file, not a socket"),
     ("SetTimeout(c, 1);", "SetTimeout of a stream that is not open"),
+    ("if Listen('127.0.0.1', 0, address s) then if AwaitHead(s, address c) then WriteLn('?');",
+     "AwaitHead with 127.0.0.1:PORT: it holds no callers; call HoldCallers first"),
+    ("if Listen('127.0.0.1', 0, address s) then HoldCallers(s, Length(line), 1.0);",
+     "HoldCallers with a limit of 0 bytes: a head is 1 to 65536 bytes (a connection's buffer)"),
 ])
 def test_misusing_a_socket_traps_naming_the_line(tmp_path, body, message):
     (tmp_path / "f.txt").write_text("x\n")
@@ -393,6 +399,34 @@ def test_an_accepted_connection_keeps_the_servers_timeout_and_is_named_by_its_pe
             out, err = program.communicate(timeout=WAIT)  # the client stays silent
     assert out == f"cannot read from 127.0.0.1:{peer}: timed out after 0.2 s\n".encode()
     assert program.returncode == 0, err
+
+
+def longest_listen_queue() -> int:
+    return int(Path("/proc/sys/net/core/somaxconn").read_text())
+
+
+def test_callers_queue_as_long_as_the_system_allows(tmp_path):
+    """A server that accepts no one: 300 callers still connect, since the listening queue is
+    the system's longest (net.core.somaxconn), not musl's SOMAXCONN of 128."""
+    if longest_listen_queue() < 300:
+        pytest.skip("net.core.somaxconn is below 300 here")
+    text = mica(listening("127.0.0.1") + """
+    if ReadLine(Input, address line) then WriteLn('accepted no one');""", "var server : stream; line : string;")
+    program = subprocess.Popen([str(build_text(tmp_path, text))], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    try:
+        port = int(program.stderr.readline())
+        callers = []
+        try:
+            for _ in range(300):
+                callers.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        finally:
+            for caller in callers:
+                caller.close()
+        out, _ = program.communicate(b"go\n", timeout=WAIT)
+    finally:
+        program.kill()
+    assert (len(callers), out) == (300, b"accepted no one\n")
 
 
 def test_tasks_each_hold_a_connection_of_their_own(tmp_path):
@@ -481,4 +515,113 @@ def test_tasks_that_share_a_listening_socket_each_take_a_caller(tmp_path):
         out, err = program.communicate(timeout=WAIT)
     assert replies == [f"hello, caller {n}, from port {port}\n" for n in range(4)]
     assert out == b"".join(b"worker %d served 1\n" % i for i in range(4))
+    assert program.returncode == 0, err
+
+
+HELD = mica(listening("127.0.0.1") + """
+    HoldCallers(server, StrToInt(ParamStr(1)), StrToFloat(ParamStr(2)));
+    for n := 1 to StrToInt(ParamStr(3)) do
+        if Accept(server, address conn) then begin
+            WriteLn('accepted');
+            Flush(Output);
+            while AwaitHead(server, address conn) and ReadLine(conn, address first) do begin
+                more := 0;
+                while ReadLine(conn, address line) and (line <> '') do more := more + 1;
+                WriteLn(conn, 'got ', first, ' ', more);
+                clean := Flush(conn);
+            end;
+            WriteLn(LastError);
+            Flush(Output);
+            clean := Close(conn);
+        end;""", "var server, conn : stream; first, line : string; n, more : integer; clean : boolean;")
+
+
+@pytest.fixture(scope="module")
+def held(tmp_path_factory):
+    """A server of one task that holds its callers (HoldCallers with the limit and seconds of
+    its first two arguments) and converses with as many as its third says, in turn, by
+    AwaitHead: each head is answered with its first line and how many lines followed."""
+    return build_text(tmp_path_factory.mktemp("held"), HELD)
+
+
+@contextlib.contextmanager
+def holding(binary, limit: int, seconds: float, callers: int):
+    program = subprocess.Popen([str(binary), str(limit), str(seconds), str(callers)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    try:
+        yield program, int(program.stderr.readline())
+    finally:
+        program.kill()
+
+
+def printed(program) -> bytes:
+    """The program's next line of output, which must come within WAIT."""
+    with selectors.DefaultSelector() as waiting:
+        waiting.register(program.stdout, selectors.EVENT_READ)
+        assert waiting.select(WAIT), "the program printed nothing"
+    return program.stdout.readline()
+
+
+def caller(port: int) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+
+
+def test_a_server_gives_out_only_callers_that_have_asked(held):
+    """One task, three callers: one silent and one slow before one that asks at once. The
+    one that asked is served first; when the slow one's head comes, the first's
+    conversation is given up for it, and the silent one's for the last."""
+    with holding(held, 8192, 20, 3) as (program, port):
+        silent, slow, ready = caller(port), caller(port), caller(port)
+        slow.sendall(b"slow\n")
+        ready.sendall(b"ready\nx: 1\n\n")
+        assert read_line(ready.makefile("rb")) == b"got ready 1\n"
+        slow.sendall(b"\n")
+        assert read_line(slow.makefile("rb")) == b"got slow 0\n"
+        assert ready.recv(100) == b""  # given up
+        silent.sendall(b"silent\n\n")
+        assert read_line(silent.makefile("rb")) == b"got silent 0\n"
+        assert slow.recv(100) == b""
+        silent.shutdown(socket.SHUT_WR)
+        out, err = program.communicate(timeout=WAIT)
+        names = [f"127.0.0.1:{s.getsockname()[1]}" for s in (ready, slow)]
+        for s in (silent, slow, ready):
+            s.close()
+    given_up = "cannot read from {}: given up for a caller that waits for a task\n"
+    assert out.decode() == "".join(f"accepted\n{given_up.format(name)}" for name in names) + "accepted\n\n"
+    assert program.returncode == 0, err
+
+
+def test_a_caller_not_ready_in_time_is_closed_unseen(held):
+    """A silent caller is closed by the server alone; the next is served, and closed when its
+    next head is late."""
+    with holding(held, 8192, 0.5, 1) as (program, port):
+        with caller(port) as silent:
+            assert silent.recv(100) == b""
+        with caller(port) as late:
+            late.sendall(b"late\n\n")
+            f = late.makefile("rb")
+            assert (read_line(f), f.read()) == (b"got late 0\n", b"")
+            name = f"127.0.0.1:{late.getsockname()[1]}"
+        out, err = program.communicate(timeout=WAIT)
+    assert out.decode() == f"accepted\ncannot read from {name}: timed out after 0.5 s\n"
+    assert program.returncode == 0, err
+
+
+def test_a_caller_is_given_out_at_the_limit_or_at_its_end(held):
+    """With a limit of 16 bytes, 16 bytes without a head are enough; a caller that sends a
+    line and closes its side is given out too, and still gets its answer."""
+    with holding(held, 16, 20, 2) as (program, port):
+        with caller(port) as long:
+            long.sendall(b"0123456789abcdef")
+            assert printed(program) == b"accepted\n"
+            long.sendall(b"\n\n")
+            assert read_line(long.makefile("rb")) == b"got 0123456789abcdef 0\n"
+        assert printed(program) == b"\n"
+        with caller(port) as short:
+            short.sendall(b"bye\n")
+            short.shutdown(socket.SHUT_WR)
+            f = short.makefile("rb")
+            assert (read_line(f), f.read()) == (b"got bye 0\n", b"")
+        out, err = program.communicate(timeout=WAIT)
+    assert out == b"accepted\n\n"
     assert program.returncode == 0, err

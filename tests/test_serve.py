@@ -93,9 +93,9 @@ class Server:
         return self.process.communicate(timeout=WAIT)[1]
 
 
-def serve(binary, checkpoint, host: str) -> Server:
+def serve(binary, checkpoint, host: str, patience: float = PATIENCE) -> Server:
     return Server([str(binary), "--load", str(checkpoint), "--port", "0", "--host", host,
-                   "--timeout", str(PATIENCE)], cwd=EXAMPLES / "gpt")
+                   "--timeout", str(patience)], cwd=EXAMPLES / "gpt")
 
 
 @pytest.fixture(scope="module")
@@ -312,6 +312,56 @@ def test_a_keep_alive_connection_closes_after_a_hundred_requests(server):
         answers = [read_response(f) for _ in range(100)]
         assert f.read() == b""
     assert [a[1].get("connection") for a in answers] == [None] * 99 + ["close"]
+
+
+# ---------------------------------------------------------------- idle callers
+
+
+@pytest.fixture(scope="module")
+def patient(binary, trained):
+    """A server that waits on a silent caller longer than a test waits for an answer: one
+    that kept a worker waiting on each would answer no one else in time."""
+    running = serve(binary, trained[0], "127.0.0.1", patience=3 * WAIT)
+    yield running
+    running.stop()
+
+
+def still_open(s: socket.socket) -> bool:
+    """Has the server neither closed s nor written to it?"""
+    s.setblocking(False)
+    try:
+        return s.recv(1) != b""  # anything said is wrong too, and fails the caller's assertion
+    except BlockingIOError:
+        return True
+
+
+def test_idle_and_slow_callers_hold_no_worker(patient):
+    """200 callers, half silent and half part-way through a head (the issue's attack, against
+    64 workers): /health on a fresh connection is answered, and none of them was closed for it."""
+    callers = [connect(patient.port) for _ in range(200)]
+    try:
+        for s in callers[1::2]:
+            s.sendall(b"GET /health HTTP/1.1\r\nHo")
+        assert get(patient.port, "/health")[:3:2] == (200, b"ok\n")
+        assert all(still_open(s) for s in callers)
+    finally:
+        for s in callers:
+            s.close()
+
+
+def test_a_keep_alive_connection_is_given_up_for_a_caller_that_waits(patient):
+    """64 keep-alive callers, each answered once and silent since, hold every worker between
+    requests: a 65th caller is answered all the same, and one of them is closed for it."""
+    callers = [connect(patient.port) for _ in range(64)]
+    try:
+        for s in callers:
+            s.sendall(b"GET /health HTTP/1.1\r\n\r\n")
+            assert read_response(s.makefile("rb"))[::2] == (200, b"ok\n")
+        assert get(patient.port, "/health")[:3:2] == (200, b"ok\n")
+        assert sum(not still_open(s) for s in callers) >= 1
+    finally:
+        for s in callers:
+            s.close()
 
 
 def test_a_timeout_out_of_range_is_a_usage_error(binary):

@@ -56,7 +56,7 @@ class Places:
             symbol.changed_at = e
 
     def change_stream(self, e: ast.Expr) -> None:
-        """A stream operation other than Accept and LocalPort changes the stream (its buffers,
+        """A stream operation other than Accept, AwaitHead and LocalPort changes the stream (its buffers,
         its position, its timeout, its state): for sharing, a write of the variable holding it."""
         root = ast.root_name(e)
         if root is not None and isinstance(root.symbol, VarSymbol):

@@ -7,8 +7,10 @@ places through `address`, a place lent to a task is not read elsewhere in the
 block, and a spawned routine (with everything it calls) writes no global
 variable, reads none that a task of its block is lent, and keeps off the tape
 and the GPU, whose state is the program's, not a task's. One place may be lent
-to many tasks: a stream that none of them changes, only Accepts on and reads the
-LocalPort of (accept(2) is safe from many threads), so workers can share a server.
+to many tasks: a stream that none of them changes, only Accepts on, awaits heads
+with and reads the LocalPort of (accept(2) is safe from many threads, and a
+server's held callers are behind the runtime's lock), so workers can share a
+server.
 """
 
 from __future__ import annotations
@@ -213,7 +215,8 @@ class Tasks:
 
     def check_shared_streams(self, block: Block) -> None:
         """A stream lent to many tasks is only listened on: each task's parameter is given
-        to Accept as the server and to LocalPort, and to nothing that changes it (5210)."""
+        to Accept and AwaitHead as the server and to LocalPort, and to nothing that changes
+        it (5210)."""
         said = set()
         for arg, spawned in block.shared:
             param = spawned.params[id(arg)]
@@ -222,8 +225,9 @@ class Tasks:
             said.add(id(arg))
             place = ast.place_text(arg.place)
             self.a.error(arg, 5210, f"'{place}' is lent to more than one task of this block, so they may only "
-                                    f"Accept on it and read its LocalPort; '{spawned.routine.name}' changes "
-                                    f"its '{param.name}' at line {self.a.line_of(param.changed_at.pos)}")
+                                    f"Accept on it, AwaitHead with it and read its LocalPort; "
+                                    f"'{spawned.routine.name}' changes its '{param.name}' at line "
+                                    f"{self.a.line_of(param.changed_at.pos)}")
 
     def check_global_reads(self, call: ast.Call, routine: RoutineSymbol, lent: dict, mine: set) -> bool:
         """Does the routine (or what it calls) read a global that a task of the block is

@@ -246,8 +246,9 @@ class Lent:
 
 @dataclass(frozen=True)
 class Shared:
-    """A stream the call only reads (Accept's server, LocalPort's socket), so tasks may share
-    it; a call changes every other stream it is given (its buffers, position or timeout)."""
+    """A stream the call only listens on (Accept's and AwaitHead's server, LocalPort's socket),
+    so tasks may share it; a call changes every other stream it is given (its buffers,
+    position or timeout)."""
 
     type: Type
 

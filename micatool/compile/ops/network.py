@@ -3,19 +3,48 @@ and a connection are streams (streams.py): a connection is read with ReadLine an
 ReadBytes, written with Write and WriteLn, and flushed and closed as a file is.
 Listen, Accept and Connect answer false with a reason naming host:port; misusing a
 stream (LocalPort or SetTimeout of a file, Accept on a connection, reading a
-listening socket) traps. Accept and LocalPort only read the server they are given, so
-the tasks of one block may share it (analyzer/tasks.py). The C is runtime_c/mica_net.c."""
+listening socket) traps. HoldCallers makes a server hold its callers, with no
+task, until each has sent a request's head; Accept then gives out only those, and
+AwaitHead waits for a connection's next head. Accept, AwaitHead and LocalPort only
+read the server they are given, so the tasks of one block may share it
+(analyzer/tasks.py). The C is runtime_c/mica_net.c and runtime_c/mica_hold.c."""
 
 from __future__ import annotations
 
-from ..types import BOOLEAN, FLOAT64, INTEGER, STREAM, STRING, VOID
-from .checking import Lent, Shared
-from .library import define_calls
+from .. import ast
+from ..types import BOOLEAN, ERROR, FLOAT64, INTEGER, STREAM, STRING, VOID
+from . import define
+from .checking import Lent, Shared, check_signature
+from .library import define_calls, runtime_call
+
+CONNECTION_BUFFER = 1 << 16  # a connection's read buffer (MICA_STREAM_BUFFER): the longest head it holds
+LONGEST_WAIT = 1e9  # seconds, as SetTimeout's
 
 define_calls({
     "Listen": ([STRING, INTEGER, Lent(STREAM)], BOOLEAN, "mica_listen", False),
     "Accept": ([Shared(STREAM), Lent(STREAM)], BOOLEAN, "mica_accept", True),
+    "AwaitHead": ([Shared(STREAM), Lent(STREAM)], BOOLEAN, "mica_await_head", True),
     "Connect": ([STRING, INTEGER, Lent(STREAM)], BOOLEAN, "mica_connect", False),
     "LocalPort": ([Shared(STREAM)], INTEGER, "mica_local_port", True),
     "SetTimeout": ([STREAM, FLOAT64], VOID, "mica_set_timeout", True),
 })
+
+_hold_signature = check_signature([STREAM, INTEGER, FLOAT64], VOID)
+
+
+def check_hold_callers(a, call: ast.Call, expected):
+    """HoldCallers(server, limit, seconds): a limit or a time known here and out of its
+    range is 4041 (the runtime traps on one computed)."""
+    if _hold_signature(a, call, expected) is ERROR:
+        return ERROR
+    limit, seconds = call.args[1].folded, call.args[2].folded
+    if isinstance(limit, int) and not 1 <= limit <= CONNECTION_BUFFER:
+        a.error(call.args[1], 4041, f"a held caller's head is 1 to {CONNECTION_BUFFER} bytes (a connection's "
+                                    f"buffer), not {limit}")
+    if isinstance(seconds, int | float) and not 0 <= seconds <= LONGEST_WAIT:
+        a.error(call.args[2], 4041, f"a held caller's time is 0 (no end) to 1e9 seconds, not {seconds:g}")
+    return VOID
+
+
+check_hold_callers.signature = _hold_signature.signature
+define("HoldCallers", check=check_hold_callers, lower=runtime_call("mica_hold_callers", None, with_line=True))
