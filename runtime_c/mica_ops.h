@@ -2,6 +2,7 @@
 #ifndef MICA_OPS_H
 #define MICA_OPS_H
 
+#include "mica_element_functions.h"
 #include "mica_tape.h"
 
 #define MICA_OPS(T, S)                                                                                              \
@@ -25,17 +26,6 @@
                          int64_t cout, int64_t kh, int64_t kw);                                                     \
     void mica_maxpool2d_##S(T *out, int64_t *where, const T *x, int64_t planes, int64_t h, int64_t w, int64_t size); \
     void mica_avgpool2d_##S(T *out, const T *x, int64_t planes, int64_t h, int64_t w, int64_t size);               \
-    void mica_each_tanh_##S(T *out, const T *x, int64_t n);                                                         \
-    void mica_each_exp_##S(T *out, const T *x, int64_t n);                                                          \
-    void mica_each_log_##S(T *out, const T *x, int64_t n);                                                          \
-    void mica_each_sqrt_##S(T *out, const T *x, int64_t n);                                                         \
-    void mica_each_relu_##S(T *out, const T *x, int64_t n);                                                         \
-    void mica_each_gelu_##S(T *out, const T *x, int64_t n);                                                         \
-    void mica_each_silu_##S(T *out, const T *x, int64_t n);                                                         \
-    void mica_each_sigmoid_##S(T *out, const T *x, int64_t n);                                                      \
-    void mica_each_abs_##S(T *out, const T *x, int64_t n);                                                          \
-    void mica_each_sin_##S(T *out, const T *x, int64_t n);                                                          \
-    void mica_each_cos_##S(T *out, const T *x, int64_t n);                                                          \
     mica_node *mica_t_sum_##S(mica_node *a);                                                                        \
     mica_node *mica_t_mean_##S(mica_node *a);                                                                       \
     mica_node *mica_t_max_##S(mica_node *a);                                                                        \
@@ -63,17 +53,6 @@
     mica_node *mica_t_dot_##S(mica_node *a, mica_node *b);                                                          \
     mica_node *mica_t_outer_##S(mica_node *a, mica_node *b);                                                        \
     mica_node *mica_t_part_##S(mica_node *a, int64_t offset, int rank, const int64_t *dims);                        \
-    mica_node *mica_t_tanh_##S(mica_node *a);                                                                       \
-    mica_node *mica_t_exp_##S(mica_node *a);                                                                        \
-    mica_node *mica_t_log_##S(mica_node *a);                                                                        \
-    mica_node *mica_t_sqrt_##S(mica_node *a);                                                                       \
-    mica_node *mica_t_relu_##S(mica_node *a);                                                                       \
-    mica_node *mica_t_gelu_##S(mica_node *a);                                                                       \
-    mica_node *mica_t_silu_##S(mica_node *a);                                                                       \
-    mica_node *mica_t_sigmoid_##S(mica_node *a);                                                                    \
-    mica_node *mica_t_abs_##S(mica_node *a);                                                                        \
-    mica_node *mica_t_sin_##S(mica_node *a);                                                                        \
-    mica_node *mica_t_cos_##S(mica_node *a);                                                                        \
     mica_node *mica_t_softmax_##S(mica_node *a);                                                                    \
     mica_node *mica_t_causal_mask_##S(mica_node *a);                                                                \
     mica_node *mica_t_attention_##S(mica_node *q, mica_node *k, mica_node *v, bool scaled, T s, bool causal,      \
@@ -92,13 +71,16 @@ MICA_OPS(float, f32)
 
 mica_node *mica_t_convert(mica_node *a, int dtype);
 
-/* Scalar forms the math library does not provide; each is one exact operation. */
-static inline double mica_relu_f64(double x) { return x > 0 ? x : 0; }
-static inline float mica_relu_f32(float x) { return x > 0 ? x : 0; }
-static inline double mica_sqrt_f64(double x) { return __builtin_sqrt(x); }
-static inline float mica_sqrt_f32(float x) { return __builtin_sqrtf(x); }
-static inline double mica_abs_f64(double x) { return __builtin_fabs(x); }
-static inline float mica_abs_f32(float x) { return __builtin_fabsf(x); }
+/* The elementwise functions of the table (mica_element_functions.h): the
+ * kernel out[i] = F(x[i]) and the tape node that records it. The scalar forms
+ * that are one instruction are the header's inlines; the others mica_math.h's. */
+#define MICA_EACH_DECLARE(F)                                                        \
+    void mica_each_##F##_f64(double *out, const double *x, int64_t n);             \
+    void mica_each_##F##_f32(float *out, const float *x, int64_t n);               \
+    mica_node *mica_t_##F##_f64(mica_node *a);                                      \
+    mica_node *mica_t_##F##_f32(mica_node *a);
+MICA_ELEMENT_FUNCTIONS(MICA_EACH_DECLARE)
+#undef MICA_EACH_DECLARE
 
 /* Optimizer steps over n elements (the caller's storage); see mica_optim.c. */
 void mica_adam_step_f64(double *w, const double *g, double *m, double *v, int64_t n, int64_t t, double lr,

@@ -1,6 +1,7 @@
-"""Elementwise functions of numbers and float tensors: Tanh, Exp, Log, Sqrt, Relu,
-Gelu, Silu, Sigmoid, Sin, Cos and Abs of floats, and Mul, the elementwise product
-of two tensors of one shape."""
+"""Elementwise functions of numbers and float tensors, one op for each row of
+the table of elementwise functions (element_functions.py; Abs, which takes
+integers too, is numbers.py's), and Mul, the elementwise product of two
+tensors of one shape."""
 
 from __future__ import annotations
 
@@ -10,14 +11,9 @@ from ..cvalue import CValue, dtype_of
 from ..symbols import RoutineSymbol, TypeSymbol
 from ..types import ERROR, INT32, ErrorType, Scalar, Tensor, element_count, element_of, plain
 from . import TapeRecord, define
+from .element_functions import BY_NAME, FUNCTIONS
 from .checking import arity, mixes_dynamic_with_tracked, one_argument, tensor_arg, touch, tracked_if, values
 from .lowering import args_of, device_operand, extents, fresh_tensor, node_result, plain_arg, product, recorded, records
-
-# Each function's scalar form in the runtime (mica_math.c), suffixed _f32 or _f64.
-SCALAR_FUNCTIONS = {"Tanh": "mica_tanh", "Exp": "mica_exp", "Log": "mica_log", "Sqrt": "mica_sqrt",
-                    "Relu": "mica_relu", "Gelu": "mica_gelu", "Silu": "mica_silu", "Sigmoid": "mica_sigmoid",
-                    "Abs": "mica_abs", "Sin": "mica_sin", "Cos": "mica_cos"}
-
 
 def check_elementwise(a, call, expected):
     t = one_argument(a, call)
@@ -36,8 +32,7 @@ def check_elementwise(a, call, expected):
 
 
 def lower_elementwise(f, call: ast.Call) -> CValue:
-    name = call.callee.ident
-    kernel = name.lower()
+    kernel = BY_NAME[call.callee.ident].c
     t = plain(f.concrete(call.ty))
     s = SUFFIX[element_of(t)]
     if records(f, call):
@@ -45,7 +40,7 @@ def lower_elementwise(f, call: ast.Call) -> CValue:
                                                   [f.tape.node(call.args[0], dtype_of(t))], call.pos.line))
     if isinstance(t, Scalar):
         x = plain_arg(f, call.args[0], t)
-        return CValue(f"{SCALAR_FUNCTIONS[name]}_{s}({x.text})", t)
+        return CValue(f"mica_{kernel}_{s}({x.text})", t)
     x = plain_arg(f, call.args[0])
     out = fresh_tensor(f, t, x, call.pos.line)
     f.emit.line(f"mica_each_{kernel}_{s}({out.text}.e, {f.exprs.data(x)}, {product(extents(f, x))});")
@@ -54,17 +49,21 @@ def lower_elementwise(f, call: ast.Call) -> CValue:
 
 def device_elementwise(f, call: ast.Call) -> CValue:
     t, x, out = device_operand(f, call)
-    kernel = f"mica_each_{call.callee.ident.lower()}_{SUFFIX[element_of(t)]}"
+    kernel = f"mica_each_{BY_NAME[call.callee.ident].c}_{SUFFIX[element_of(t)]}"
     f.device.launch(kernel, call.pos.line, out=f"{out.text}.ptr", x=f.device.data(x, call.pos.line), n=element_count(t))
     return out
 
 
-for _name in SCALAR_FUNCTIONS:
-    if _name != "Abs":  # Abs of an integer is a number's (numbers.py)
-        _kernel = _name.lower()
-        define(_name, records=True, check=check_elementwise, lower=lower_elementwise, device=device_elementwise,
-               kernels=[f"each_{_kernel}"],
-               tape={_kernel: TapeRecord([f"each_{_kernel}"], [f"{_kernel}_back"], each=True)})
+def each_record(function) -> dict[str, TapeRecord]:
+    """The device-tape record of an elementwise function: the runtime's generic node
+    (mica_gt_each) with the function's two kernels."""
+    return {function.c: TapeRecord([f"each_{function.c}"], [f"{function.c}_back"], each=True)}
+
+
+for _function in FUNCTIONS:
+    if _function.name != "Abs":  # Abs of an integer is a number's (numbers.py)
+        define(_function.name, records=True, check=check_elementwise, lower=lower_elementwise,
+               device=device_elementwise, kernels=[f"each_{_function.c}"], tape=each_record(_function))
 
 
 def check_mul(a, call, expected):

@@ -6,9 +6,10 @@ from __future__ import annotations
 from .. import ast
 from ..cvalue import CValue
 from ..types import BOOLEAN, ERROR, FLOAT32, FLOAT64, INTEGER, STRING, ErrorType, Scalar, Tensor, plain
-from . import TapeRecord, define
+from . import define
 from .checking import argument_types, check_signature, is_number, one_argument, op_name, plain_only, wrong
-from .elementwise import device_elementwise, lower_elementwise
+from .element_functions import BY_NAME
+from .elementwise import device_elementwise, each_record, lower_elementwise
 from .lowering import args_of
 from .reductions import check_reduce, device_reduce, lower_reduce
 
@@ -64,7 +65,7 @@ def lower_abs(f, call: ast.Call) -> CValue:
 
 
 define("Abs", records=True, check=check_abs, lower=lower_abs, device=device_elementwise, kernels=["each_abs"],
-       tape={"abs": TapeRecord(["each_abs"], ["abs_back"], each=True)})
+       tape=each_record(BY_NAME["Abs"]))
 
 
 def lower_odd(f, call: ast.Call) -> CValue:
