@@ -9,17 +9,17 @@
 #define MICA_ELEMENT_FUNCTIONS_H
 
 /* The functions of mica_math.h: mica_c_f64 and mica_c_f32. */
-#define MICA_MATH_FUNCTIONS(X) X(tanh) X(exp) X(log) X(gelu) X(gelu_grad) X(silu) X(silu_grad) X(sigmoid) X(sin) X(cos)
+#define MICA_MATH_FUNCTIONS(X) X(tanh) X(exp) X(log) X(gelu) X(gelu_grad) X(silu) X(silu_grad) X(sigmoid) X(softplus) X(sin) X(cos)
 
 /* Those with an array form, mica_c_array_S (mica_math_array.h). */
-#define MICA_MATH_ARRAY_FUNCTIONS(X) X(tanh) X(exp) X(log) X(gelu) X(gelu_grad) X(silu) X(silu_grad) X(sigmoid)
+#define MICA_MATH_ARRAY_FUNCTIONS(X) X(tanh) X(exp) X(log) X(gelu) X(gelu_grad) X(silu) X(silu_grad) X(sigmoid) X(softplus)
 
 /* Those whose value and derivative come from one array form, mica_c_both_array_S. */
 #define MICA_MATH_BOTH_FUNCTIONS(X) X(gelu)
 
 /* The elementwise functions of Mica's vocabulary: mica_each_c_S and the tape
  * node mica_t_c_S (mica_ops.h), the PTX kernels mica_each_c_T and mica_c_back_T. */
-#define MICA_ELEMENT_FUNCTIONS(X) X(tanh) X(exp) X(log) X(sqrt) X(relu) X(gelu) X(silu) X(sigmoid) X(abs) X(sin) X(cos)
+#define MICA_ELEMENT_FUNCTIONS(X) X(tanh) X(exp) X(log) X(sqrt) X(relu) X(gelu) X(silu) X(sigmoid) X(softplus) X(abs) X(sin) X(cos)
 
 /* mica_ops.inc's forward kernel, backward and tape node of each, written
  * with the macros it defines (EACH_ARRAY, EACH_MAP, BACK_FROM, BACK_ARRAY,
@@ -33,6 +33,7 @@
     EACH_ARRAY(gelu) TAPE_SAVING(gelu, "Gelu") \
     EACH_ARRAY(silu) BACK_ARRAY(silu, silu_grad) TAPE_NODE(silu, "Silu") \
     EACH_ARRAY(sigmoid) BACK_FROM(sigmoid, (y[i] * (1 - y[i]))) TAPE_NODE(sigmoid, "Sigmoid") \
+    EACH_ARRAY(softplus) BACK_ARRAY(softplus, sigmoid) TAPE_NODE(softplus, "Softplus") \
     EACH_MAP(abs) BACK_FROM(abs, (x[i] > 0 ? 1 : x[i] < 0 ? -1 : 0)) TAPE_NODE(abs, "Abs") \
     EACH_MAP(sin) BACK_FROM(sin, (FN(cos)(x[i]))) TAPE_NODE(sin, "Sin") \
     EACH_MAP(cos) BACK_FROM(cos, (-FN(sin)(x[i]))) TAPE_NODE(cos, "Cos")
@@ -81,4 +82,6 @@ static inline float mica_abs_f32(float x) { return __builtin_fabsf(x); }
 #define SILU_ZERO_F32 -110.0f
 #define SILU_GRAD_ONE_F64 50.0
 #define SILU_GRAD_ONE_F32 25.0f
+#define SOFTPLUS_ONE_F64 40.0
+#define SOFTPLUS_ONE_F32 20.0f
 #endif

@@ -186,6 +186,9 @@ SPECIALS = [
     ("sin", 1e-300, 1e-300), ("sin", -1e-300, -1e-300), ("sin", 5e-324, 5e-324),
     ("cos", 0.0, 1.0), ("cos", -0.0, 1.0), ("cos", INF, NAN), ("cos", -INF, NAN), ("cos", NAN, NAN),
     ("cos", 1e-300, 1.0),
+    ("softplus", 0.0, math.log(2.0)), ("softplus", -0.0, math.log(2.0)), ("softplus", INF, INF),
+    ("softplus", -INF, 0.0), ("softplus", NAN, NAN), ("softplus", 1000.0, 1000.0), ("softplus", -1000.0, 0.0),
+    ("softplus", 1e30, 1e30),
 ]
 
 # Width-specific edges: (function, bits, input bits, expected bits).
@@ -405,6 +408,7 @@ REF_MP = {
     "silu": lambda x: x * mp_sigmoid(x),
     "sin": mpmath.sin,  # mpmath widens its reduction with the size of x: exact at any x
     "cos": mpmath.cos,
+    "softplus": lambda x: mpmath.log1p(mpmath.exp(x)),  # log1p: 1 + e^x would round away a tiny e^x
 }
 
 
@@ -458,6 +462,7 @@ REF_NP = {
     "silu": lambda x: x * np_sigmoid(x),
     "sin": np.sin,  # glibc's double sin: under 1 ulp of float64 at every x
     "cos": np.cos,
+    "softplus": lambda x: np.logaddexp(0, x),  # log(e^0 + e^x), without overflow or 1 + tiny rounding
 }
 
 

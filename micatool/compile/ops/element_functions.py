@@ -169,6 +169,15 @@ FUNCTIONS: tuple[ElementFunction, ...] = (
     }),
     ElementFunction("Sigmoid", "sigmoid", "y * (1 - y)", MathFunction("sigmoid", (1.5, 1.5), SIGMOID_DOMAIN,
                                                                      array=True)),
+    ElementFunction("Softplus", "softplus", "sigmoid(x)", MathFunction("softplus", (1.5, 1.5), {
+        64: ((0.3, "uniform", -800, 60), (0.3, "uniform", -20, 20), (0.2, "uniform", -2, 2),
+             (0.2, "logmag", 1e-20, 1)),
+        32: ((0.3, "uniform", -125, 30), (0.3, "uniform", -20, 20), (0.2, "uniform", -2, 2),
+             (0.2, "logmag", 1e-10, 1)),
+    }, array=True), constants={
+        # past ONE exp(-x) is under half an ulp of x, and softplus(x) = x
+        "SOFTPLUS_ONE": ("40.0", "20.0"),
+    }),
     ElementFunction("Abs", "abs", "1 if x > 0 else -1 if x < 0 else 0", formula="abs(x)", checked_at="away"),
     ElementFunction("Sin", "sin", "cos(x)", MathFunction("sin", (1.0, 1.0), TRIG_DOMAIN)),
     ElementFunction("Cos", "cos", "-sin(x)", MathFunction("cos", (1.0, 1.0), TRIG_DOMAIN)),
