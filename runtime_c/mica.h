@@ -526,6 +526,7 @@ mica_node *mica_gt_bmm(mica_node *a, mica_node *b, int64_t batch, int64_t m, int
                        const int64_t *dims, int line);
 mica_node *mica_gt_transpose(mica_node *a, int line);
 mica_node *mica_gt_each(const char *forward, const char *backward, mica_node *a, int line);
+mica_node *mica_gt_dropout(mica_node *a, double p, int line);
 mica_node *mica_gt_sum(mica_node *a, int line);
 mica_node *mica_gt_mean(mica_node *a, int line);
 mica_node *mica_gt_max(mica_node *a, int line);

@@ -32,6 +32,8 @@ static const struct {
     {"mica_neg",                     "ppi", "ppi"},
     {"mica_add_rows",                "pppii", "pppii"},
     {"mica_sub_rows",                "pppii", "pppii"},
+    {"mica_dropout",                 "ppiiifi", "ppiiidi"},
+    {"mica_dropout_back",            "ppiiifi", "ppiiidi"},
     {"mica_convert_f32",             NULL, "ppi"},
     {"mica_transpose",               "ppiii", "ppiii"},
     {"mica_causal_mask",             "ppiii", "ppiii"},

@@ -219,6 +219,7 @@ begin
     vd := ToDevice(v);
     td := ToDevice(t);
 ELEMENTWISE
+    WriteLn('Dropout ', ToHost(Dropout(xd, 0.25)), ' ', ToHost(Dropout(td, 0.5)), ' ', ToHost(Dropout(xd, 0.0)));
     WriteLn('Sum ', ToHost(Sum(xd)), ' ', ToHost(Sum(vd)), ' ', ToHost(Sum(td)), ' ', ToHost(Sum(Tanh(xd))));
     WriteLn('Mean ', ToHost(Mean(xd)), ' ', ToHost(Mean(vd)), ' ', ToHost(Mean(td)));
     WriteLn('Max ', ToHost(Max(xd)), ' ', ToHost(Max(vd)), ' ', ToHost(Max(td)), ' ', ToHost(Max(-vd)));
@@ -320,6 +321,7 @@ begin
     tape
         y := LayerNorm(x * w, g, b) + b;
         y := y + (ELEMENTWISE) * 0.1;
+        y := Dropout(y, 0.2);
         y := Tanh(y) - Mul(y, Sigmoid(y)) * 0.5 + Gelu(y) / 3 + Silu(y) - Relu(y) + Abs(y);
         y := Softmax(CausalMask(y * Transpose(y))) * y + Exp(y * 0.1) + Log(Abs(y) + 1) + Sqrt(Abs(y) + 1);
         y := RmsNorm(y, g) - (-y) + 1.5;
@@ -453,7 +455,7 @@ PROGRAMS = {
                           "scale_f64", "shift_f32", "sub_f64"}),
     "images": (IMAGES, {"conv2d", "maxpool2d", "avgpool2d", "dot", "outer", "each_relu", "add", "sub"}),
     "functions": (FUNCTIONS, {f"each_{f.c}" for f in ELEMENT_FUNCTIONS}
-                  | {"sum", "mean", "max", "softmax_rows", "layernorm_rows", "rmsnorm_rows", "scale", "add_rows",
+                  | {"dropout", "sum", "mean", "max", "softmax_rows", "layernorm_rows", "rmsnorm_rows", "scale", "add_rows",
                      "sub_rows", "neg"}),
     "quantized": (QUANTIZED, {"quantize_i8_FLOAT", "quantize_u8", "quantize_rows_i8_FLOAT", "dequantize_i8_FLOAT",
                               "dequantize_u8", "dequantize_i8_f64", "matmul_i32_i8_i8", "matmul_i32_u8_i8"}),

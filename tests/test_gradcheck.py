@@ -244,6 +244,8 @@ CASES = [
     Case("element", {"x": (M34, "normal")}, "x[1, 2] * x[0, 3] + x[2, 0]"),
     # ------------------------------------------------ elementwise functions: every row of the table
     *(unary(f.name, f.checked_at) for f in ELEMENT_FUNCTIONS),
+    # the mask is drawn again for every evaluation of the loss: each starts from the same Seed
+    Case("Dropout", {"x": (M34, "normal")}, body=["Seed(5);", "{L} := Sum(Mul(Dropout(x, 0.3), c));"], out=M34),
     # ------------------------------------------------ reductions
     Case("Sum", {"x": (M34, "normal")}, "Sum(x)"),
     Case("Mean", {"x": (M34, "normal")}, "Mean(x)"),
@@ -353,6 +355,7 @@ TOLERANCES = {  # id: (rtol, atol),  # measured max abs, max rel
     "Abs": (1e-08, 5e-10),  # 9.9e-12 9.7e-11
     "Sin": (1e-08, 5e-10),  # 1.4e-11 4.8e-11
     "Cos": (1e-08, 1e-09),  # 3.9e-11 3.6e-10
+    "Dropout": (1e-08, 5e-09),  # 6.9e-11 6.2e-11
     "Sum": (1e-08, 1e-10),  # 0.0e+00 0.0e+00
     "Mean": (1e-08, 1e-10),  # 2.4e-12 2.9e-11
     "Max": (1e-08, 1e-10),  # 0.0e+00 0.0e+00

@@ -479,6 +479,13 @@ def elementwise_cases(name: str, op: str, g: Gen) -> list[Case]:
         x = math_inputs(g.rng, op[: -len("_back")], g.t)
         m = len(x)
         return [Case(name, [B(m), B(m), Buf(x), B(m, 1), Int(m)])]
+    if op in ("dropout", "dropout_back"):  # masks that keep all, most and few elements
+        cases = []
+        for p in (0.0, 0.3, 0.96):
+            key, first = (Int(int(v)) for v in g.rng.integers(-2**63, 2**63 - 1, 2, dtype=np.int64))
+            mask = [key, first, Int(math.ceil(p * 2**53)), Scalar(dt(1 / (1 - p)))]
+            cases.append(Case(name, [B(n), g.with_specials(n) if op == "dropout" else B(n), *mask, Int(n)]))
+        return cases
     if op == "convert":
         other = np.float64 if g.t == "f32" else np.float32
         x = np.concatenate([wide(g.rng, 40, other, 60 if other == np.float64 else 20), specials(other)])

@@ -1,15 +1,16 @@
 """Randomness from the program's one seeded generator: Seed, Normal and Uniform
-fills, RandomInt."""
+fills, RandomInt, and Dropout, whose mask it draws."""
 
 from __future__ import annotations
 
 from .. import ast
 from ..ctypes import SUFFIX
 from ..cvalue import CValue
-from ..types import ERROR, FLOAT64, INTEGER, VOID, ErrorType, Scalar, element_of
-from . import define
-from .checking import arity, check_signature, conformant, host_only, number_args
-from .lowering import NOTHING, numbers, storage
+from ..residency import on_gpu
+from ..types import ERROR, FLOAT64, INTEGER, VOID, ErrorType, Scalar, element_count, element_of, is_tracked, plain
+from . import TapeRecord, define
+from .checking import arity, check_signature, conformant, host_only, is_number, number_args, tensor_arg, touch, values, wrong
+from .lowering import NOTHING, device_operand, extents, fresh_tensor, node_result, numbers, plain_arg, product, records, storage
 
 
 def check_fill_random(a, call, expected):
@@ -47,3 +48,49 @@ def lower_random_int(f, call: ast.Call) -> CValue:
 
 define("Seed", check=check_signature([INTEGER], VOID), lower=lower_seed)
 define("RandomInt", check=check_signature([INTEGER], INTEGER), lower=lower_random_int)
+
+
+def check_dropout(a, call, expected):
+    """Dropout(x, p): x a float tensor, p a plain number in [0, 1), the chance an element is dropped."""
+    if not arity(a, call, 2):
+        return ERROR
+    x, p = values(a, call)
+    if isinstance(x, ErrorType) or isinstance(p, ErrorType) or not tensor_arg(a, call, call.args[0], x):
+        return ERROR
+    if not is_number(p) or is_tracked(p):  # the mask has no gradient in p, so p is never tracked
+        return wrong(a, call, call.args[1], p, "a plain number p, the chance an element is dropped")
+    known = call.args[1].folded
+    if isinstance(known, (int, float)) and not 0 <= known < 1:
+        return a.error(call.args[1], 4041, f"Dropout drops an element with chance p in [0, 1), not {known}")
+    touch(a, x)
+    return x
+
+
+def lower_dropout(f, call: ast.Call) -> CValue:
+    t = plain(f.concrete(call.ty))
+    s, line = SUFFIX[t.element], call.pos.line
+    if records(f, call):
+        node = f.tape.node(call.args[0])
+        (p,) = numbers(f, call, [1], FLOAT64)
+        if on_gpu(t):
+            return node_result(f, call, f.tape.record("dropout", f.concrete(call.ty), [node, p], line))
+        return node_result(f, call, f"mica_t_dropout_{s}({node}, {p}, {line})")
+    x = plain_arg(f, call.args[0])
+    (p,) = numbers(f, call, [1], FLOAT64)
+    out = fresh_tensor(f, t, x, line)
+    f.emit.line(f"mica_dropout_{s}({out.text}.e, {f.exprs.data(x)}, {product(extents(f, x))}, {p}, {line});")
+    return out
+
+
+def device_dropout(f, call: ast.Call) -> CValue:
+    t, x, out = device_operand(f, call)
+    (p,) = numbers(f, call, [1], FLOAT64)
+    n, line = element_count(t), call.pos.line
+    mask = f.emit.declare_c("mica_dropout_mask ", f"mica_dropout_mask_new({n}, {p}, {line})")
+    f.device.launch(f"mica_dropout_{SUFFIX[t.element]}", line, out=f"{out.text}.ptr", x=f.device.data(x, line),
+                    key=f"{mask}.key", first=f"{mask}.first", threshold=f"{mask}.threshold", s=f"{mask}.scale", n=n)
+    return out
+
+
+define("Dropout", records=True, check=check_dropout, lower=lower_dropout, device=device_dropout, kernels=["dropout"],
+       tape={"dropout": TapeRecord(["dropout"], ["dropout_back"])})
