@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import ast
 from ..cvalue import CValue
 from ..types import BOOLEAN, ERROR, VOID, Channel, ErrorType, Type, needs_drop, plain
-from . import define
+from .registry import define
 from .checking import arity, is_integer, wrong
 from .lowering import NOTHING
 

@@ -11,7 +11,7 @@ from .. import ast, residency
 from ..ctypes import c_name, c_string_literal
 from ..cvalue import CValue
 from ..types import BOOLEAN, ERROR, VOID, Array, ErrorType, Record, Scalar, Tensor, Tracked, Type, plain
-from . import define
+from .registry import define
 from .checking import arity, host_only, wrong
 from .lowering import NOTHING
 

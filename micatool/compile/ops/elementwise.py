@@ -10,7 +10,7 @@ from ..ctypes import SUFFIX
 from ..cvalue import CValue, dtype_of
 from ..symbols import RoutineSymbol, TypeSymbol
 from ..types import ERROR, INT32, ErrorType, Scalar, Tensor, element_count, element_of, plain
-from . import TapeRecord, define
+from .registry import TapeRecord, define
 from .element_functions import BY_NAME, FUNCTIONS
 from .checking import arity, mixes_dynamic_with_tracked, one_argument, tensor_arg, touch, tracked_if, values
 from .lowering import args_of, device_operand, extents, fresh_tensor, node_result, plain_arg, product, recorded, records

@@ -7,7 +7,7 @@ from .. import ast
 from ..ctypes import SUFFIX
 from ..cvalue import CValue
 from ..types import ERROR, INTEGER, STRING, VOID, Array, ErrorType, Tensor, Type, plain
-from . import define
+from .registry import define
 from .checking import arity, is_integer, one_argument, op_name, wrong
 from .lowering import NOTHING, args_of
 

@@ -7,7 +7,7 @@ from .. import ast, residency
 from ..ctypes import SUFFIX
 from ..cvalue import CValue, dims_literal
 from ..types import ERROR, ErrorType, Tensor, plain
-from . import define
+from .registry import define
 from .checking import arity, records_on_gpu, touch, tracked_if, values, wrong
 from .lowering import fresh_tensor, node_result, plain_arg, records
 

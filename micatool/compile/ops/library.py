@@ -7,7 +7,7 @@ from __future__ import annotations
 from .. import ast
 from ..cvalue import CValue
 from ..types import FLOAT64, INTEGER, STRING, VOID, Array, Type, plain
-from . import define
+from .registry import define
 from .checking import check_signature
 from .lowering import NOTHING, borrowed_arg
 

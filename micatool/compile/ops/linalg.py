@@ -7,7 +7,7 @@ from .. import ast
 from ..ctypes import SUFFIX
 from ..cvalue import CValue
 from ..types import BOOLEAN, ERROR, ErrorType, Scalar, Tensor, plain
-from . import define
+from .registry import define
 from .checking import arity, host_only, plain_only, wrong
 from .lowering import plain_arg
 

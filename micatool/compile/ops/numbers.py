@@ -6,7 +6,7 @@ from __future__ import annotations
 from .. import ast
 from ..cvalue import CValue
 from ..types import BOOLEAN, ERROR, FLOAT32, FLOAT64, INTEGER, STRING, ErrorType, Scalar, Tensor, plain
-from . import define
+from .registry import define
 from .checking import argument_types, check_signature, is_number, one_argument, op_name, plain_only, wrong
 from .element_functions import BY_NAME
 from .elementwise import device_elementwise, each_record, lower_elementwise

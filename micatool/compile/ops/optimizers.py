@@ -8,7 +8,7 @@ from ..ctypes import SUFFIX
 from ..cvalue import CValue, dtype_of
 from ..residency import on_gpu
 from ..types import ERROR, FLOAT64, VOID, ErrorType, Scalar, Tensor, element_of, plain
-from . import define
+from .registry import define
 from .checking import arity, conformant, number_args
 from .lowering import NOTHING, extents, numbers, plain_arg, product, storage
 

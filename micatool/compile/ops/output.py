@@ -7,7 +7,7 @@ from .. import ast, residency
 from ..ctypes import SUFFIX
 from ..cvalue import CValue
 from ..types import BOOLEAN, STREAM, STRING, VOID, ErrorType, Scalar, Tensor, Type, plain
-from . import define
+from .registry import define
 from .checking import check_signature, is_integer
 from .lowering import NOTHING
 

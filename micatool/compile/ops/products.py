@@ -8,7 +8,7 @@ from .. import ast, residency
 from ..ctypes import SUFFIX
 from ..cvalue import CValue
 from ..types import ERROR, ErrorType, Tensor, Tracked, element_count, element_of, is_tracked, plain
-from . import TapeRecord, define
+from .registry import TapeRecord, define
 from .checking import (
     argument_types,
     last_dim,

@@ -16,7 +16,7 @@ from .. import ast, residency
 from ..ctypes import SUFFIX
 from ..cvalue import CValue, dtype_of
 from ..types import ERROR, FLOAT32, FLOAT64, INT8, INTEGER, UINT8, VOID, ErrorType, Tensor, Type, plain
-from . import define
+from .registry import define
 from .checking import arity, is_integer, is_number, plain_only, wrong
 from .lowering import NOTHING, extents, fresh_tensor, plain_arg, product, storage
 

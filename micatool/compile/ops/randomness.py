@@ -8,7 +8,7 @@ from ..ctypes import SUFFIX
 from ..cvalue import CValue
 from ..residency import on_gpu
 from ..types import ERROR, FLOAT64, INTEGER, VOID, ErrorType, Scalar, element_count, element_of, is_tracked, plain
-from . import TapeRecord, define
+from .registry import TapeRecord, define
 from .checking import arity, check_signature, conformant, host_only, is_number, number_args, tensor_arg, touch, values, wrong
 from .lowering import NOTHING, device_operand, extents, fresh_tensor, node_result, numbers, plain_arg, product, records, storage
 

@@ -7,7 +7,7 @@ from .. import ast, residency
 from ..ctypes import SUFFIX
 from ..cvalue import CValue
 from ..types import ERROR, ErrorType, Tensor, element_count, element_of, plain
-from . import TapeRecord, define
+from .registry import TapeRecord, define
 from .checking import one_argument, tensor_arg, touch, tracked_if, wrong
 from .lowering import device_operand, extents, fresh_tensor, plain_arg, product, recorded, records, rows_cols
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import ast
 from ..cvalue import CValue
 from ..types import BOOLEAN, REGEX, STRING
-from . import define
+from .registry import define
 from .checking import Lent, check_signature
 from .library import STRINGS, define_calls
 from .lowering import borrowed_arg

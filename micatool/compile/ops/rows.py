@@ -9,7 +9,7 @@ from ..ctypes import SUFFIX
 from ..cvalue import CValue, dims_literal, dtype_of
 from ..residency import on_gpu
 from ..types import ERROR, INTEGER, ErrorType, Scalar, Tensor, element_count, element_of, is_tracked, plain
-from . import TapeRecord, define
+from .registry import TapeRecord, define
 from .checking import (
     arity,
     last_dim,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from .. import ast
 from ..cvalue import CValue
 from ..types import BOOLEAN, ERROR, STREAM, STRING, VOID, ErrorType, INTEGER
-from . import define
+from .registry import define
 from .checking import Lent, arity, check_signature, wrong
 from .library import STRINGS, define_calls, runtime_call
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from .. import ast
 from ..cvalue import CValue
 from ..types import BOOLEAN, FLOAT64, INTEGER, STRING
-from . import define
+from .registry import define
 from .checking import Lent, check_signature
 from .library import STRINGS, define_calls
 from .lowering import borrowed_arg

@@ -8,7 +8,7 @@ from .. import ast
 from ..cvalue import CValue
 from ..symbols import VarSymbol
 from ..types import ERROR, VOID, ErrorType, Scalar, Tensor, Type, is_tracked, plain
-from . import define
+from .registry import define
 from .checking import arity
 from .lowering import NOTHING
 

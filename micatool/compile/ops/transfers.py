@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import ast
 from ..cvalue import CValue
 from ..types import ERROR, ErrorType, Scalar, Tensor, is_tracked, plain
-from . import define
+from .registry import define
 from .checking import arity, op_name, wrong
 
 
