@@ -246,7 +246,7 @@ typedef struct mica_stream mica_stream;
 struct mica_stream {
     void (*put)(mica_stream *to, const char *data, size_t size);
 };
-extern mica_stream mica_output; /* the program's output buffer (mica_print.c) */
+extern mica_stream mica_output; /* the program's output buffer (mica_output.c) */
 mica_stream *mica_input(void);
 mica_stream *mica_error_output(void);
 bool mica_open_read(mica_string path, mica_stream **f);
@@ -319,7 +319,9 @@ void mica_write_u8s(mica_stream *to, const uint8_t *x, int64_t n, int64_t width)
 void mica_write_f64s(mica_stream *to, const double *x, int64_t n, int64_t width, int64_t decimals);
 void mica_write_f32s(mica_stream *to, const float *x, int64_t n, int64_t width, int64_t decimals);
 void mica_writeln(mica_stream *to); /* flushes Output too when stdout is a terminal */
+/* The output buffer (mica_output.c). */
 void mica_flush(void);
+void mica_output_line_end(void); /* after WriteLn's newline on Output */
 void mica_output_by_lines(void); /* on a task's thread: its lines join the output whole */
 void mica_start_output(void); /* on the program's thread: terminal or not, and the stop signals' handler */
 void mica_end_output(void);   /* on the program's thread, once it has run */

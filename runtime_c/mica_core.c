@@ -1,5 +1,8 @@
 /* mica_core.c: program start, traps, memory, arguments and the clock.
  *
+ * With mica_output.c, the bottom of the runtime: it calls nothing else of it
+ * but the output buffer, which a trap or Halt flushes before it speaks.
+ *
  * main() runs the generated mica_program() on a thread with a large stack:
  * static tensors are C values, so a program's temporaries live on the stack
  * and a GPT's activations need far more than the default 8 MiB.
@@ -121,6 +124,15 @@ void *mica_resize(void *data, int64_t old_count, int64_t new_count, size_t size,
     if (data != NULL && keep > 0) memcpy(fresh, data, (size_t)keep * size);
     mica_free(data);
     return fresh;
+}
+
+/* A string of len bytes (NUL-terminated): here beside the allocator, as the
+ * one way strings are made, so that the traps' and the arguments' strings
+ * need nothing of mica_string.c. */
+mica_string mica_str_lit(const char *bytes, int64_t len) {
+    mica_string s = {len, mica_alloc((size_t)len + 1, 0)};
+    if (len) memcpy(s.data, bytes, (size_t)len);
+    return s;
 }
 
 int64_t mica_param_count(void) {
