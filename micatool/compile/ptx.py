@@ -8,8 +8,9 @@ can render, with its parameters and launch shape.
 Each family template is rendered once per element type and cut at its
 `// mica-kernel NAME` (or `// mica-function NAME`) markers, so a kernel's text
 is exactly what its template wrote. Rendering checks the rules of
-docs/gpu.md on every kernel (rounding named on every float operation; no
-.ftz, .approx, fma or atomics): a kernel that breaks one, a template that
+ptx/common.ptx.j2 on every kernel (rounding named on every float operation;
+fma only in a dot product's kernel, marked fused=yes; no .ftz, .approx, mad or
+atomics): a kernel that breaks one, a template that
 cannot render (`fail(...)`, an undefined name) and an unknown kernel name
 are errors that name the kernel.
 """
@@ -283,7 +284,7 @@ def _chunks(text: str) -> list[tuple[str, str, str, str]]:
     ]
 
 
-# Rules of docs/gpu.md, checked on every rendered kernel and function.
+# The rules of ptx/common.ptx.j2 (docs/gpu.md), checked on every rendered kernel and function.
 _NO_FMA = (re.compile(r"^\s*(@!?%\w+\s+)?(fma|mad)\.\S*f(32|64)", re.M), "uses a fused multiply-add")
 _RULES = [
     (re.compile(r"\.(ftz|approx)\b"), "uses .ftz or .approx"),
