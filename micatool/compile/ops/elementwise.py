@@ -36,21 +36,21 @@ def lower_elementwise(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     s = SUFFIX[element_of(t)]
     if records(f, call):
-        return node_result(f, call, f.tape.record(kernel, f.concrete(call.ty),
-                                                  [f.tape.node(call.args[0], dtype_of(t))], call.pos.line))
+        return node_result(f, call, f.record(kernel, f.concrete(call.ty),
+                                                  [f.node(call.args[0], dtype_of(t))], call.pos.line))
     if isinstance(t, Scalar):
         x = plain_arg(f, call.args[0], t)
         return CValue(f"mica_{kernel}_{s}({x.text})", t)
     x = plain_arg(f, call.args[0])
     out = fresh_tensor(f, t, x, call.pos.line)
-    f.emit.line(f"mica_each_{kernel}_{s}({out.text}.e, {f.exprs.data(x)}, {product(extents(f, x))});")
+    f.line(f"mica_each_{kernel}_{s}({out.text}.e, {f.data(x)}, {product(extents(f, x))});")
     return out
 
 
 def device_elementwise(f, call: ast.Call) -> CValue:
     t, x, out = device_operand(f, call)
     kernel = f"mica_each_{BY_NAME[call.callee.ident].c}_{SUFFIX[element_of(t)]}"
-    f.device.launch(kernel, call.pos.line, out=f"{out.text}.ptr", x=f.device.data(x, call.pos.line), n=element_count(t))
+    f.launch(kernel, call.pos.line, out=f"{out.text}.ptr", x=f.device_data(x, call.pos.line), n=element_count(t))
     return out
 
 
@@ -111,17 +111,17 @@ def plain_mul(f, call: ast.Call) -> CValue:
         r, c = args_of(f, outer)
         if p is None:  # the operands in the source's order
             p = plain_arg(f, product)
-        out = f.emit.declare_uninitialized(t)
-        f.emit.line(f"mica_rescale_i32_{suffix}({out}.e, {f.exprs.data(p)}, {f.exprs.data(r)}, {f.exprs.data(c)}, "
+        out = f.declare_uninitialized(t)
+        f.line(f"mica_rescale_i32_{suffix}({out}.e, {f.data(p)}, {f.data(r)}, {f.data(c)}, "
                     f"{t.shape[0]}, {t.shape[1]});")
         return CValue(out, t, lvalue=True)
     left, right = args_of(f, call)
     if t.is_dynamic:
-        a = f.exprs.borrow(f.exprs.convert(left, t, call.pos.line)).text
-        b = f.exprs.borrow(f.exprs.convert(right, t, call.pos.line)).text
+        a = f.borrow(f.convert(left, t, call.pos.line)).text
+        b = f.borrow(f.convert(right, t, call.pos.line)).text
         return CValue(f"mica_dyn_mul_{suffix}({a}, {b}, {call.pos.line})", t, owned=True)
-    out = f.emit.declare_uninitialized(t)
-    f.emit.line(f"mica_mul_{suffix}({out}.e, {f.exprs.data(left)}, {f.exprs.data(right)}, {t.count});")
+    out = f.declare_uninitialized(t)
+    f.line(f"mica_mul_{suffix}({out}.e, {f.data(left)}, {f.data(right)}, {t.count});")
     return CValue(out, t, lvalue=True)
 
 
@@ -133,10 +133,10 @@ def lower_mul(f, call: ast.Call) -> CValue:
 
 def device_mul(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
-    a, b = (f.exprs.untracked(f.exprs.value(x)) for x in call.args)
-    out = f.device.temp(t, call.pos.line)
-    f.device.launch(f"mica_mul_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
-                a=f.device.data(a, call.pos.line), b=f.device.data(b, call.pos.line), n=t.count)
+    a, b = (f.untracked(f.value(x)) for x in call.args)
+    out = f.device_temp(t, call.pos.line)
+    f.launch(f"mica_mul_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
+                a=f.device_data(a, call.pos.line), b=f.device_data(b, call.pos.line), n=t.count)
     return out
 
 

@@ -59,11 +59,11 @@ def lower_linear_algebra(f, call: ast.Call) -> CValue:
     element_type = plain(f.concrete(call.args[0].ty)).element
     for arg in call.args:
         if isinstance(arg, ast.AddressArg):
-            args.append(f"&{f.exprs.place(arg.place).text}")
+            args.append(f"&{f.place(arg.place).text}")
         else:
             v = plain_arg(f, arg)
             dynamic = Tensor(element_type, None, plain(v.type).rank)
-            args.append(f.exprs.borrow(f.exprs.convert(v, dynamic, call.pos.line)).text)
+            args.append(f.borrow(f.convert(v, dynamic, call.pos.line)).text)
     ranks = ""
     if name == "solve":
         ranks = f", {plain(f.concrete(call.args[1].ty)).rank}"

@@ -25,11 +25,11 @@ def check_fill_random(a, call, expected):
 
 
 def lower_fill_random(f, call: ast.Call) -> CValue:
-    place = f.exprs.place(call.args[0].place)
+    place = f.place(call.args[0].place)
     e = element_of(place.type)
     data, count = storage(f, place)
     a, b = numbers(f, call, [1, 2], FLOAT64)
-    f.emit.line(f"mica_{call.callee.ident.lower()}_{SUFFIX[e]}({data}, {count}, {a}, {b});")
+    f.line(f"mica_{call.callee.ident.lower()}_{SUFFIX[e]}({data}, {count}, {a}, {b});")
     return NOTHING
 
 
@@ -38,12 +38,12 @@ define("Uniform", check=check_fill_random, lower=lower_fill_random)
 
 
 def lower_seed(f, call: ast.Call) -> CValue:
-    f.emit.line(f"mica_seed({f.exprs.value(call.args[0]).text});")
+    f.line(f"mica_seed({f.value(call.args[0]).text});")
     return NOTHING
 
 
 def lower_random_int(f, call: ast.Call) -> CValue:
-    return CValue(f"mica_random_int({f.exprs.value(call.args[0]).text}, {call.pos.line})", Scalar("integer"))
+    return CValue(f"mica_random_int({f.value(call.args[0]).text}, {call.pos.line})", Scalar("integer"))
 
 
 define("Seed", check=check_signature([INTEGER], VOID), lower=lower_seed)
@@ -70,15 +70,15 @@ def lower_dropout(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     s, line = SUFFIX[t.element], call.pos.line
     if records(f, call):
-        node = f.tape.node(call.args[0])
+        node = f.node(call.args[0])
         (p,) = numbers(f, call, [1], FLOAT64)
         if on_gpu(t):
-            return node_result(f, call, f.tape.record("dropout", f.concrete(call.ty), [node, p], line))
+            return node_result(f, call, f.record("dropout", f.concrete(call.ty), [node, p], line))
         return node_result(f, call, f"mica_t_dropout_{s}({node}, {p}, {line})")
     x = plain_arg(f, call.args[0])
     (p,) = numbers(f, call, [1], FLOAT64)
     out = fresh_tensor(f, t, x, line)
-    f.emit.line(f"mica_dropout_{s}({out.text}.e, {f.exprs.data(x)}, {product(extents(f, x))}, {p}, {line});")
+    f.line(f"mica_dropout_{s}({out.text}.e, {f.data(x)}, {product(extents(f, x))}, {p}, {line});")
     return out
 
 
@@ -86,8 +86,8 @@ def device_dropout(f, call: ast.Call) -> CValue:
     t, x, out = device_operand(f, call)
     (p,) = numbers(f, call, [1], FLOAT64)
     n, line = element_count(t), call.pos.line
-    mask = f.emit.declare_c("mica_dropout_mask ", f"mica_dropout_mask_new({n}, {p}, {line})")
-    f.device.launch(f"mica_dropout_{SUFFIX[t.element]}", line, out=f"{out.text}.ptr", x=f.device.data(x, line),
+    mask = f.declare_c("mica_dropout_mask ", f"mica_dropout_mask_new({n}, {p}, {line})")
+    f.launch(f"mica_dropout_{SUFFIX[t.element]}", line, out=f"{out.text}.ptr", x=f.device_data(x, line),
                     key=f"{mask}.key", first=f"{mask}.first", threshold=f"{mask}.threshold", s=f"{mask}.scale", n=n)
     return out
 

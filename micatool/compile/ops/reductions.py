@@ -27,15 +27,15 @@ def lower_reduce(f, call: ast.Call) -> CValue:
     if records(f, call):
         return recorded(f, call, kernel)
     x = plain_arg(f, call.args[0])
-    return CValue(f"mica_{kernel}_{s}({f.exprs.data(x)}, {product(extents(f, x))})", t)
+    return CValue(f"mica_{kernel}_{s}({f.data(x)}, {product(extents(f, x))})", t)
 
 
 def device_reduce(f, call: ast.Call) -> CValue:
     t, x, out = device_operand(f, call)
     name = call.callee.ident.lower()
     extra = {"where": 0} if name == "max" else {}  # Max's position matters only to its backward
-    f.device.launch(f"mica_{name}_{SUFFIX[element_of(t)]}", call.pos.line, out=f"{out.text}.ptr",
-                x=f.device.data(x, call.pos.line), n=element_count(x.type), **extra)
+    f.launch(f"mica_{name}_{SUFFIX[element_of(t)]}", call.pos.line, out=f"{out.text}.ptr",
+                x=f.device_data(x, call.pos.line), n=element_count(x.type), **extra)
     return out
 
 
@@ -67,15 +67,15 @@ def lower_sum_rows(f, call: ast.Call) -> CValue:
     x = plain_arg(f, call.args[0])
     rows, cols = rows_cols(f, x)
     out = fresh_tensor(f, t, None, call.pos.line, [cols])
-    f.emit.line(f"mica_sum_rows_{s}({out.text}.e, {f.exprs.data(x)}, {rows}, {cols});")
+    f.line(f"mica_sum_rows_{s}({out.text}.e, {f.data(x)}, {rows}, {cols});")
     return out
 
 
 def device_sum_rows(f, call: ast.Call) -> CValue:
     t, x, out = device_operand(f, call)
     cols = t.shape[0]
-    f.device.launch(f"mica_sum_rows_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
-                x=f.device.data(x, call.pos.line), rows=element_count(x.type) // cols, cols=cols)
+    f.launch(f"mica_sum_rows_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
+                x=f.device_data(x, call.pos.line), rows=element_count(x.type) // cols, cols=cols)
     return out
 
 

@@ -35,8 +35,8 @@ define_calls({
 def lower_split(f, call: ast.Call) -> CValue:
     """Split(s, sep): a fresh array of string, filled by the runtime through its fields."""
     s, sep = (borrowed_arg(f, arg) for arg in call.args)
-    parts = f.emit.declare(STRINGS)
-    f.emit.line(f"mica_str_split({s}, {sep}, &{parts}.len, &{parts}.e);")
+    parts = f.declare(STRINGS)
+    f.line(f"mica_str_split({s}, {sep}, &{parts}.len, &{parts}.e);")
     return CValue(parts, STRINGS, owned=True, lvalue=True)
 
 
