@@ -4,10 +4,11 @@ dynamic quantization of the same weights, on the CPU, one thread.
     python bench/gpt_int8.py [--steps N] [--repeats R] [--size example|large]
 
 1. Mica trains examples/gpt/gpt.mica (the example's size, or a larger one whose
-   products dominate) and saves a checkpoint and its int8 model (--save-int8).
-2. The trained binary is run again R times on the checkpoint with --int8: each
-   run prints both validation losses and both sampling rates; the best rates
-   of the R runs are kept.
+   products dominate) and saves a checkpoint; examples/gpt/int8.mica writes its
+   int8 model (--save-int8).
+2. int8.mica is run again R times on the checkpoint: each run prints both
+   validation losses and both sampling rates; the best rates of the R runs are
+   kept.
 3. PyTorch loads the same checkpoint into the nanoGPT-shaped model of
    examples/gpt/to_torch.py and quantizes it with
    torch.ao.quantization.quantize_dynamic (every nn.Linear to int8); its float
@@ -25,7 +26,6 @@ Not a test: the rates vary with the machine and its load.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import io
 import os
 import re
@@ -48,16 +48,12 @@ from micatool.compile import compile_program, load_source  # noqa: E402
 from micatool.link.build import cached_build  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "examples" / "gpt"))
 from gpt_sizes import cpu_model, sized  # noqa: E402
+import to_torch  # noqa: E402
 
 CORPUS = ROOT / "examples" / "gpt" / "corpus.txt"
-
-
-def to_torch():
-    spec = importlib.util.spec_from_file_location("to_torch", ROOT / "examples" / "gpt" / "to_torch.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+INT8 = ROOT / "examples" / "gpt" / "int8.mica"
 
 
 def run(binary: Path, *args: str) -> str:
@@ -88,10 +84,10 @@ def state_size(model) -> int:
     return buffer.tell()
 
 
-def torch_rate(tt, model, c, alphabet, ids, n: int) -> float:
+def torch_rate(model, c, alphabet, ids, n: int) -> float:
     train_end = len(ids) * 9 // 10
     started = time.perf_counter()
-    tt.sample(model, c, alphabet, ids[train_end:train_end + c["T"]], n)
+    to_torch.sample(model, c, alphabet, ids[train_end:train_end + c["T"]], n)
     return n / (time.perf_counter() - started)
 
 
@@ -103,15 +99,15 @@ def main() -> None:
     args = parser.parse_args()
     print(f"CPU: {cpu_model()}; one thread; {args.size} size, {args.steps} training steps")
 
-    binary = cached_build(compile_program(load_source(str(sized(args.size)))), targets.native(), "fast")
+    trainer, int8 = (cached_build(compile_program(load_source(str(program))), targets.native(), "fast")
+                     for program in (sized(args.size), sized(args.size, INT8)))
     work = Path(tempfile.mkdtemp(prefix="gpt-int8-"))
     checkpoint, quantized = work / "gpt.safetensors", work / "gpt-int8.safetensors"
-    run(binary, "--steps", str(args.steps), "--save", str(checkpoint))
-    run(binary, "--load", str(checkpoint), "--steps", str(args.steps), "--save-int8", str(quantized))
+    run(trainer, "--steps", str(args.steps), "--save", str(checkpoint))
+    run(int8, "--load", str(checkpoint), "--save-int8", str(quantized))
 
-    tt = to_torch()
     torch.set_num_threads(1)
-    model, _, c, alphabet = tt.load(str(checkpoint))
+    model, _, c, alphabet = to_torch.load(str(checkpoint))
     model.eval()
     qmodel = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
     id_of = {byte: i for i, byte in enumerate(alphabet)}
@@ -120,11 +116,11 @@ def main() -> None:
 
     mica, torch_float, torch_int8 = [], [], []
     with torch.no_grad():
-        losses = (tt.validation_loss(model, c, ids), tt.validation_loss(qmodel, c, ids))
+        losses = (to_torch.validation_loss(model, c, ids), to_torch.validation_loss(qmodel, c, ids))
         for _ in range(args.repeats):  # interleaved, best of each
-            mica.append(mica_figures(run(binary, "--load", str(checkpoint), "--steps", str(args.steps), "--int8")))
-            torch_float.append(torch_rate(tt, model, c, alphabet, ids, n))
-            torch_int8.append(torch_rate(tt, qmodel, c, alphabet, ids, n))
+            mica.append(mica_figures(run(int8, "--load", str(checkpoint))))
+            torch_float.append(torch_rate(model, c, alphabet, ids, n))
+            torch_int8.append(torch_rate(qmodel, c, alphabet, ids, n))
     m = mica[0]
     mica_float, mica_int8 = max(r["float rate"] for r in mica), max(r["int8 rate"] for r in mica)
     float_size = weights_only(checkpoint, work / "weights.safetensors")

@@ -21,7 +21,6 @@ Not a test: the throughput numbers vary with the machine and its load.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import re
 import shutil
@@ -38,15 +37,15 @@ from safetensors.torch import load_file
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "examples" / "gpt"))
 
-from gpt_sizes import SIZES, constants, cpu_model, sized  # noqa: E402
+import to_torch  # noqa: E402
+from gpt_sizes import CORPUS, SIZES, constants, corpus_ids, cpu_model, sized, windows  # noqa: E402
 
 from micatool import targets  # noqa: E402
 from micatool.compile import compile_program, load_source  # noqa: E402
 from micatool.link.build import cached_build  # noqa: E402
-from micatool.reference import Generator  # noqa: E402
 
-CORPUS = ROOT / "examples" / "gpt" / "corpus.txt"
 STEPS = {"example": 100, "baby": 30, "10m": 4}  # measured steps, after the first
 # the bench's copy evaluates one window and samples one character: training alone is measured
 AFFORDABLE = {"EvalWindows": 1, "SampleLength": 1}
@@ -85,17 +84,10 @@ class TorchGpt(torch.nn.Module):
         return F.layer_norm(x, (k["C"],), p("embed.lnfg"), p("embed.lnfb"), eps=1e-5) @ p("embed.wte").T
 
 
-def to_torch():
-    spec = importlib.util.spec_from_file_location("to_torch", ROOT / "examples" / "gpt" / "to_torch.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def torch_model(kind: str, init: Path, k: dict[str, int]):
     """The model and its AdamW, from Mica's initial weights: lr, betas, eps and decay as gpt.mica's."""
     if kind == "nanoGPT":
-        model, optimizer, _, _ = to_torch().load(str(init))
+        model, optimizer, _, _ = to_torch.load(str(init))
         return model, optimizer
     weights = {name: value for name, value in load_file(str(init)).items()
                if name.startswith(("embed.", "twins[")) and value.dtype == torch.float32}
@@ -107,20 +99,10 @@ def torch_model(kind: str, init: Path, k: dict[str, int]):
     return model, optimizer
 
 
-def corpus_ids(path: Path) -> list[int]:
-    data = path.read_bytes()
-    index = {c: i for i, c in enumerate(sorted(set(data)))}
-    return [index[c] for c in data]
-
-
 def batch(ids: list[int], k: dict[str, int], step: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """TrainingBatch: B windows, each drawn after Seed(BaseSeed + step)."""
-    train_end = len(ids) * 9 // 10
-    g = Generator(k["BaseSeed"] + step)
-    starts = [g.random_int(train_end - k["T"] - 1) for _ in range(k["B"])]
-    xs = torch.tensor([ids[s:s + k["T"]] for s in starts])
-    ys = torch.tensor([ids[s + 1:s + k["T"] + 1] for s in starts])
-    return xs, ys
+    """TrainingBatch of step `step`, as tensors."""
+    xs, ys = windows(ids, k, step)
+    return torch.tensor(xs), torch.tensor(ys)
 
 
 def loss_of(model, xs: torch.Tensor, ys: torch.Tensor, k: dict[str, int]) -> torch.Tensor:
@@ -131,7 +113,7 @@ def torch_child(kind: str, program: Path, init: Path, steps: int) -> None:
     """The PyTorch side of one measurement, in its own process: prints tokens/s of steps 2..steps+1."""
     k = constants(program)
     model, optimizer = torch_model(kind, init, k)
-    ids = corpus_ids(CORPUS)
+    ids = corpus_ids()
     batches = [batch(ids, k, s) for s in range(1, steps + 2)]
     elapsed = 0.0
     for i, (xs, ys) in enumerate(batches):
@@ -170,7 +152,7 @@ def mica_rate(output: str, tokens: int) -> float:
 
 def check_losses(binary: Path, program: Path, init: Path, k: dict[str, int]) -> None:
     mica = loss_rows(run_child([str(binary), "--corpus", str(CORPUS), "--until", "1"], 1)[0])[0][1]
-    xs, ys = batch(corpus_ids(CORPUS), k, 1)
+    xs, ys = batch(corpus_ids(), k, 1)
     for kind in MODELS:
         model, _ = torch_model(kind, init, k)
         with torch.no_grad():

@@ -1,4 +1,4 @@
-"""The GPT served over HTTP, under load: `gpt --serve` against the same model in
+"""The GPT served over HTTP, under load: examples/gpt/serve.mica against the same model in
 PyTorch behind the standard library's ThreadingHTTPServer (bench/torch_serve.py).
 
     python bench/serve.py [--seconds 30] [--connections 64] [--checkpoint FILE] [--steps 200]
@@ -37,6 +37,7 @@ from micatool.link.build import cached_build  # noqa: E402
 from gpt_sizes import cpu_model  # noqa: E402
 
 GPT = ROOT / "examples" / "gpt" / "gpt.mica"
+SERVE = ROOT / "examples" / "gpt" / "serve.mica"
 CORPUS = ROOT / "examples" / "gpt" / "corpus.txt"
 PATHS = ("/health", "/sample?n=32")
 START_WAIT = 120  # seconds a server may take to load and listen
@@ -132,11 +133,12 @@ def python_client(port: int, path: str, seconds: int, connections: int) -> dict:
     return {"rps": len(latencies) / seconds, "p50": cuts[49], "p99": cuts[98], "errors": errors[0]}
 
 
-def checkpoint(binary: Path, args, work: Path) -> Path:
+def checkpoint(args, work: Path) -> Path:
     if args.checkpoint:
         return Path(args.checkpoint).resolve()
     saved = work / "gpt.safetensors"
-    subprocess.run([str(binary), "--corpus", str(CORPUS), "--steps", str(args.steps), "--save", str(saved)],
+    trainer = cached_build(compile_program(load_source(str(GPT))), targets.native(), "fast")
+    subprocess.run([str(trainer), "--corpus", str(CORPUS), "--steps", str(args.steps), "--save", str(saved)],
                    check=True, capture_output=True, cwd=ROOT)
     return saved
 
@@ -149,9 +151,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200, help="training steps of the checkpoint made")
     args = parser.parse_args()
     load = wrk if shutil.which("wrk") else python_client
-    binary = cached_build(compile_program(load_source(str(GPT))), targets.native(), "fast")
+    binary = cached_build(compile_program(load_source(str(SERVE))), targets.native(), "fast")
     servers = {
-        "mica": lambda ck: [str(binary), "--corpus", str(CORPUS), "--load", str(ck), "--serve", "0",
+        "mica": lambda ck: [str(binary), "--corpus", str(CORPUS), "--load", str(ck), "--port", "0",
                             "--host", "127.0.0.1"],
         "python+torch": lambda ck: [sys.executable, str(ROOT / "bench" / "torch_serve.py"), str(ck), "0",
                                     "--corpus", str(CORPUS)],
@@ -161,7 +163,7 @@ def main() -> None:
     print(f"{'server':<14}{'path':<16}{'requests/s':>12}{'p50 ms':>10}{'p99 ms':>10}{'errors':>8}{'peak RSS MiB':>14}",
           flush=True)
     with tempfile.TemporaryDirectory() as work:
-        ck = checkpoint(binary, args, Path(work))
+        ck = checkpoint(args, Path(work))
         for path in PATHS:
             for name, command in servers.items():
                 server = Running(command(ck), Path(work) / f"{name}.err")

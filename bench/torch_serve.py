@@ -1,10 +1,10 @@
 """The peer of bench/serve.py: examples/gpt/gpt.mica's model in PyTorch behind the
-standard library's ThreadingHTTPServer, answering what `gpt --serve` answers.
+standard library's ThreadingHTTPServer, answering what examples/gpt/serve.mica answers.
 
     python bench/torch_serve.py CHECKPOINT PORT [--corpus FILE]
 
 GET /health and GET /sample?n=N&seed=S over HTTP/1.1 with keep-alive. A sample
-continues the held-out text's first T characters as gpt.mica's SampleText does:
+continues the held-out text's first T characters as model.mica's SampleText does:
 temperature 0.8, each draw from micatool.reference's copy of Mica's generator,
 so the text is Mica's wherever float32 rounding picks the same character. The
 model is bench/gpt_vs_torch.py's TorchGpt, loaded from the same safetensors.
@@ -61,7 +61,7 @@ class Sampler:
 
 def handler(sampler: Sampler):
     class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive, as gpt --serve
+        protocol_version = "HTTP/1.1"  # keep-alive, as serve.mica
 
         def do_GET(self):
             url = urlsplit(self.path)
@@ -103,7 +103,7 @@ def main() -> None:
     parser.add_argument("port", type=int)
     parser.add_argument("--corpus", type=Path, default=ROOT / "examples" / "gpt" / "corpus.txt")
     args = parser.parse_args()
-    # a thread per connection, so each request's operators run on its own thread, as gpt --serve's kernels
+    # a thread per connection, so each request's operators run on its own thread, as serve.mica's kernels
     # run on their task's when the kernels' pool is taken: PyTorch's pool under 64 threads only contends
     torch.set_num_threads(1)
     server = Server(("127.0.0.1", args.port), handler(Sampler(args.checkpoint, args.corpus)))

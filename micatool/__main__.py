@@ -1,3 +1,3 @@
-from .cli import entry
+from .start import entry
 
 entry()

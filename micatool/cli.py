@@ -5,8 +5,9 @@ and a non-zero exit status; a bug in micatool prints a request to report it,
 never a Python traceback (MICATOOL_TRACEBACK=1 shows one for developers).
 
 Exit statuses: 0 done; 1 diagnostics or an error; 2 a malformed command
-line; 3 a bug in micatool. `run` hands back its program's status, so its own
-failures use 101, as cargo's do, where a program's 1 would be mistaken.
+line; 3 a bug in micatool; 130 a Ctrl-C (start.py). `run` hands back its
+program's status, so its own failures use 101, as cargo's do, where a
+program's 1 would be mistaken.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 from . import __version__, progress, targets
 from .compile import CProgram, SourceError, compile_program, front_end, load_source
 from .diagnostics import REPORT_HINT, CompileError, InternalError
-from .link.image import ImageError
+from .link.image import ImageError, normalize_tag
 from .link.size import BudgetError
 from .notebook import NotebookError
 
@@ -36,7 +37,7 @@ RUN_FAILED = 101  # `run`'s own failure, distinct from any status its program gi
 
 def cmd_check(args) -> int:
     try:
-        front_end(load_source(args.program), keep_tree=False)
+        front_end(load_source(args.program), keep_tree=False, include=includes(args))
     except CompileError as e:
         if not args.json:
             raise
@@ -48,19 +49,19 @@ def cmd_check(args) -> int:
 
 
 def cmd_emit_c(args) -> int:
-    sys.stdout.write(compile_program(load_source(args.program)).c)
+    sys.stdout.write(_compile(args, args.program).c)
     return 0
 
 
 def cmd_emit_ptx(args) -> int:
-    sys.stdout.write(compile_program(load_source(args.program)).ptx)
+    sys.stdout.write(_compile(args, args.program).ptx)
     return 0
 
 
 def cmd_explain(args) -> int:
     from .compile.places import explain_table
 
-    sys.stdout.write(explain_table(front_end(load_source(args.program))))
+    sys.stdout.write(explain_table(front_end(load_source(args.program), include=includes(args))))
     return 0
 
 
@@ -74,8 +75,13 @@ def _build_binary(program: CProgram, target: targets.Target, tier: str, output: 
     return output
 
 
-def _compile(path: str) -> CProgram:
-    return compile_program(load_source(path))
+def _compile(args, path: str) -> CProgram:
+    return compile_program(load_source(path), includes(args))
+
+
+def includes(args) -> tuple[str, ...]:
+    """The -I folders, where units are looked for after the folder of the file that uses them."""
+    return tuple(args.include or ())
 
 
 def output_path(args, default: str) -> Path:
@@ -90,9 +96,8 @@ def output_path(args, default: str) -> Path:
 
 
 def cmd_build(args) -> int:
-    target = targets.resolve(args.target)
     output = output_path(args, Path(args.program).stem)
-    _build_binary(_compile(args.program), target, args.tier, output, args.symbols)
+    _build_binary(_compile(args, args.program), args.target, args.tier, output, args.symbols)
     return 0
 
 
@@ -106,14 +111,13 @@ def cmd_image(args) -> int:
         raise UsageError("--overwrite moves a registry tag: it goes with --push")
     if args.push:
         registry.push_target(args.push)  # a bad reference is told before anything is built
-    program = _compile(args.program)
+    program = _compile(args, args.program)
     if program.uses_gpu and not args.base:
         raise image.ImageError(f"{args.program} uses the GPU, so its binary needs glibc (docs/gpu.md): "
                                f"pass --base with a glibc image, such as --base {bases.SUGGESTED_BASE}")
     output = output_path(args, Path(args.program).stem + ".tar") if args.output or not args.push else None
     binaries = {}
-    for word in args.platform.split(","):
-        target = targets.resolve(word.strip())
+    for target in args.platform:
         binaries[target.platform] = _build_binary(program, target, "fast", None).read_bytes()
     base = None
     if args.base:
@@ -155,11 +159,10 @@ def cmd_size(args) -> int:
     from .link import size
 
     rows, measured = [], {}
-    wanted = [targets.resolve(word.strip()) for word in args.target.split(",")]
     for path in args.program:
         name = size.program_name(Path(path))
-        program = _compile(path)
-        for target in wanted:
+        program = _compile(args, path)
+        for target in args.target:
             sizes = size.section_sizes(_build_binary(program, target, "fast", None))
             arch = target.name.split("-")[0]
             rows.append({"program": name, "target": arch, **sizes})
@@ -177,7 +180,7 @@ def cmd_size(args) -> int:
 
 def cmd_run(args) -> int:
     try:
-        binary = _build_binary(_compile(args.program), targets.native(), args.tier, None)
+        binary = _build_binary(_compile(args, args.program), targets.native(), args.tier, None)
     except Exception as e:
         raise RunFailed(e) from e
     sys.stdout.flush()
@@ -200,7 +203,47 @@ def cmd_notebook(args) -> int:
     path = Path(args.notebook)
     if not path.exists():
         raise UsageError(f"cannot read the notebook '{args.notebook}'")
-    return (notebook.run if args.action == "run" else notebook.verify)(path, args.tier, targets.resolve(args.target))
+    return (notebook.run if args.action == "run" else notebook.verify)(path, args.tier, args.target, includes(args))
+
+
+def cmd_fmt(args) -> int:
+    """Each file in the canonical layout (micatool/fmt.py); with --check, only name those
+    that would change. A file that does not parse keeps its text and shows its diagnostics."""
+    from .cache import write_atomically
+    from .fmt import format_source
+
+    failed = False
+    for path in mica_files(args.paths):
+        source = load_source(str(path))
+        try:
+            formatted = format_source(source)
+        except CompileError as e:
+            print(e, file=sys.stderr)
+            failed = True
+            continue
+        if formatted == source.text:
+            continue
+        if args.check:
+            print(f"would reformat {path}")
+            failed = True
+        else:
+            write_atomically(path, formatted.encode("utf-8"))
+            print(f"reformatted {path}")
+    return 1 if failed else 0
+
+
+def mica_files(paths: list[str]) -> list[Path]:
+    """The files named, and every .mica file under the folders named, each once, in order."""
+    found: dict[Path, None] = {}
+    for name in paths:
+        path = Path(name)
+        if path.is_dir():
+            found.update(dict.fromkeys(sorted(path.rglob("*.mica"))))
+        elif path.exists():
+            found[path] = None
+        else:
+            raise UsageError(f"no file or folder '{name}'")
+    return list(found)
 
 
 def cmd_version(args) -> int:
@@ -230,17 +273,33 @@ COMMANDS = {
     "explain": (cmd_explain, "list every tracked place: canonical path, type, element count"),
     "image": (cmd_image, "write a FROM scratch OCI image of the program, without a Docker daemon"),
     "size": (cmd_size, "the stripped binary's size per target and section; --check holds it to budgets"),
+    "fmt": (cmd_fmt, "rewrite Mica files in the one canonical layout; --check names those that would change"),
     "notebook": (cmd_notebook, "Mica Notebooks: run every cell and record its output, or verify the recordings"),
     "version": (cmd_version, "print micatool's version and the zig it builds with"),
     "help": (cmd_help, "show the commands, or one command's options"),
 }
 
 
+def _word(meaning):
+    """An argparse type from `meaning`, which gives what a word means or raises
+    TargetError or ImageError: a word the command line cannot mean (an unknown
+    target, a tag Docker refuses) is then told with the usage, status 2, before
+    anything is compiled."""
+    def parse(text: str):
+        try:
+            return meaning(text)
+        except (targets.TargetError, ImageError) as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    return parse
+
+
 def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The top-level parser and each command's own."""
     top = argparse.ArgumentParser(prog="micatool", description="The Mica toolchain.",
                                   epilog="exit status: 0 done, 1 diagnostics or an error, 2 a malformed command line, "
-                                         "3 a bug in micatool; run: its program's status, or 101 when it cannot build it")
+                                         "3 a bug in micatool, 130 a Ctrl-C; run: its program's status, or 101 when "
+                                         "it cannot build it")
     top.add_argument("-V", "--version", action="store_true", help="print the version and exit")
     top.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     commands = top.add_subparsers(dest="command", metavar="command")
@@ -254,28 +313,38 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
             sub.add_argument("topic", nargs="?", help="a command")
         elif name == "size":
             sub.add_argument("program", nargs="+", help="one or more .mica source files")
+        elif name == "fmt":
+            sub.add_argument("paths", nargs="+", metavar="FILE|DIR", help=".mica files, or folders of them")
+            sub.add_argument("--check", action="store_true",
+                             help="change nothing: name each file that would change, and exit 1 if any would")
         elif name == "notebook":
             sub.add_argument("action", choices=("run", "verify"),
                              help="run: record every cell's output; verify: hold each output against its recording")
             sub.add_argument("notebook", help="a Markdown file whose ```mica cells are programs, or a folder of them")
-            sub.add_argument("--target", default="native",
+            sub.add_argument("--target", default="native", type=_word(targets.resolve),
                              help="build the cells for this target and run them under qemu when it is not this "
                                   "machine's (default: native)")
         else:
             sub.add_argument("program", help="a .mica source file")
+        if name not in ("help", "version", "fmt"):
+            sub.add_argument("-I", dest="include", action="append", metavar="DIR",
+                             help="look for units in DIR too (after the using file's folder, before MICA_PATH's); "
+                                  "may be given more than once")
         if name in ("build", "run", "notebook"):
             sub.add_argument("--tier", choices=targets.TIERS, default="checked",
                              help="debug (no optimisation, every check), checked (default), fast (no checks)")
         if name == "build":
-            sub.add_argument("--target", default="native", help="x86_64-linux (amd64), aarch64-linux (arm64) or native")
+            sub.add_argument("--target", default="native", type=_word(targets.resolve),
+                             help="x86_64-linux (amd64), aarch64-linux (arm64) or native")
             sub.add_argument("-o", "--output", help="the binary to write (default: the program's name)")
             sub.add_argument("--symbols", action="store_true",
                              help="keep symbols and frame pointers, to profile with perf or callgrind")
         if name == "run":
             sub.epilog = "arguments after -- go to the program: micatool run prog.mica -- --steps 20"
         if name == "image":
-            sub.add_argument("--platform", default="linux/amd64,linux/arm64", help="comma-separated platforms")
-            sub.add_argument("--tag", required=True, help="the image's name:tag")
+            sub.add_argument("--platform", default="linux/amd64,linux/arm64", type=_word(targets.resolve_all),
+                             help="comma-separated platforms")
+            sub.add_argument("--tag", required=True, type=_word(normalize_tag), help="the image's name:tag")
             sub.add_argument("-o", "--output",
                              help="the tarball to write (default: the program's name.tar; none with --push alone)")
             sub.add_argument("--load", action="store_true", help="hand the image to Docker afterwards")
@@ -289,7 +358,8 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
             sub.add_argument("--annotation", action="append", metavar="KEY=VALUE",
                              help="an annotation on each manifest and the index")
         if name == "size":
-            sub.add_argument("--target", default="x86_64-linux,aarch64-linux", help="comma-separated targets")
+            sub.add_argument("--target", default="x86_64-linux,aarch64-linux", type=_word(targets.resolve_all),
+                             help="comma-separated targets")
             sub.add_argument("--check", metavar="BUDGETS", help="fail when a binary exceeds its budget (TOML)")
         if name in ("check", "size"):
             sub.add_argument("--json", action="store_true",
@@ -313,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"micatool: error: unrecognized arguments: {' '.join(stray)}{hint}", file=sys.stderr)
         return 2
     if args.version:
-        return cmd_version(args)
+        args.command = "version"
     if args.command is None:
         top.print_help(sys.stderr)
         return 2
@@ -343,7 +413,7 @@ def report(e: BaseException) -> int:
     if isinstance(e, InternalError):
         print(f"micatool: internal error: {e}\n{REPORT_HINT}", file=sys.stderr)
         return 3
-    if isinstance(e, KeyboardInterrupt):
+    if _interrupted(e):
         return 130
     if isinstance(e, Stopped):
         return 128 + e.signal
@@ -351,6 +421,14 @@ def report(e: BaseException) -> int:
         raise e
     print(f"micatool: internal error: {type(e).__name__}: {e}\n{REPORT_HINT}", file=sys.stderr)  # a bug
     return 3
+
+
+def _interrupted(e: BaseException | None) -> bool:
+    """Ctrl-C, or an error it caused: Python wraps a KeyboardInterrupt raised
+    while a class is made (a lazy import, `__set_name__`) in a RuntimeError."""
+    while e is not None and not isinstance(e, KeyboardInterrupt):
+        e = e.__cause__
+    return e is not None
 
 
 class Stopped(BaseException):
@@ -366,10 +444,11 @@ def _stop(signal_number, _frame):
     raise Stopped(signal_number)
 
 
-def entry() -> None:
-    """The `micatool` command. A closed standard output (`| head`) ends it
-    quietly, by SIGPIPE, as it ends cat; SIGTERM and SIGHUP clean up first."""
+def entry() -> int:
+    """The `micatool` command, once start.py has guarded Ctrl-C: its exit
+    status. A closed standard output (`| head`) ends it quietly, by SIGPIPE,
+    as it ends cat; SIGTERM and SIGHUP clean up first."""
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     for number in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(number, _stop)
-    sys.exit(main())
+    return main()

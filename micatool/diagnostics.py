@@ -54,12 +54,21 @@ class Pos:
     col: int
 
 
+# A program of several files (units) gives each file its own range of lines:
+# file i's line n is the line i << FILE_LINE_BITS | n wherever a position is
+# kept, from the parser's tree to the run-time traps (runtime_c/mica_core.c).
+FILE_LINE_BITS = 24
+MAX_FILE_LINES = (1 << FILE_LINE_BITS) - 1
+MAX_FILES = 127  # the line is a C int
+
+
 @dataclass(frozen=True)
 class Diagnostic:
     source: SourceFile
     pos: Pos
     code: int
     message: str
+    file_index: int = 0  # the file's place among a program's files: 0 the program, then its units
 
     def render(self) -> str:
         head = f"{self.source.name}:{self.pos.line}:{self.pos.col}: analyzer error {self.code}: {self.message}"
@@ -99,7 +108,11 @@ class CompileError(Exception):
     the stage stopped at MAX_ERRORS before looking further."""
 
     def __init__(self, diagnostics: list[Diagnostic], stopped: bool = False):
-        self.diagnostics = sorted(diagnostics, key=lambda d: (d.pos.line, d.pos.col))
+        # by file, the units' first in the order they are checked, then the program's
+        # (or, before the files have their places, in the order the files were met)
+        met = {name: i for i, name in reversed(list(enumerate(d.source.name for d in diagnostics)))}
+        self.diagnostics = sorted(diagnostics, key=lambda d: (d.file_index == 0, d.file_index, met[d.source.name],
+                                                              d.pos.line, d.pos.col))
         self.stopped = stopped
         text = "\n".join(d.render() for d in self.diagnostics)
         if stopped:
@@ -109,18 +122,33 @@ class CompileError(Exception):
 
 @dataclass
 class Reporter:
-    """Collects diagnostics for one source file, so a stage can report many."""
+    """Collects diagnostics for one source file, or for a program's files (the
+    program's, then its units' by their line ranges), so a stage can report many."""
 
     source: SourceFile
+    units: tuple[SourceFile, ...] = ()
     diagnostics: list[Diagnostic] = field(default_factory=list)
     _seen: set[tuple[Pos, int, str]] = field(default_factory=set)
 
     def error(self, pos: Pos, code: int, message: str) -> None:
         if (pos, code, message) not in self._seen:
             self._seen.add((pos, code, message))
-            self.diagnostics.append(Diagnostic(self.source, pos, code, message))
+            self.diagnostics.append(self.locate(pos, code, message))
             if len(self.diagnostics) == MAX_ERRORS:
                 raise CompileError(self.diagnostics, stopped=True)
+
+    def locate(self, pos: Pos, code: int, message: str) -> Diagnostic:
+        """The diagnostic at a position of the program's lines: its file and its line there."""
+        index = pos.line >> FILE_LINE_BITS
+        if not self.units or index > len(self.units):
+            return Diagnostic(self.source, pos, code, message)
+        source = self.units[index - 1] if index else self.source
+        return Diagnostic(source, Pos(pos.line & MAX_FILE_LINES, pos.col), code, message, index)
+
+    def line_of(self, pos: Pos) -> str:
+        """A position as a message names it: 'line 7', or 'line 7 of tokens.mica' in another file."""
+        located = self.locate(pos, 0, "")
+        return f"line {located.pos.line}" + (f" of {located.source.name}" if located.file_index else "")
 
     def check(self) -> None:
         """End of a stage: stop here if anything was reported."""

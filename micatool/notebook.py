@@ -148,17 +148,22 @@ def cells(notebook: Path, lines: list[str]) -> list[Cell]:
 
 
 def main_begin(text: str) -> tuple[int, int] | None:
-    """The line (1-based) that ends the `program Name;` header, and the line of the main
-    `begin`; None when the program does not parse (its compilation will say why) or
-    when the header or the `begin` shares its line with a declaration."""
+    """The line (1-based) that ends the `program Name;` header (and its uses clause), and
+    the line of the main `begin`; None when the program does not parse (its compilation
+    will say why) or when the header or the `begin` shares its line with a declaration."""
     parser = Parser(text)
     try:
         parser.expect("program")
         parser.take("NAME")
         header = parser.line
         parser.expect(";")
+        if parser.kind == "uses":
+            parser.advance()
+            parser.name_list()
+            header = parser.line
+            parser.expect(";")
         after_header = parser.line
-        parser.declarations(routines=True)
+        parser.declarations(parser.routine)
     except (Fallback, RecursionError):
         return None
     if parser.kind != "begin" or after_header == header and parser.line != header \
@@ -197,20 +202,26 @@ def sources(notebook: Path, found: list[Cell]) -> list[Source]:
     return made
 
 
-def run_cell(notebook: Path, number: int, cell: Cell, source: Source, tier: str, target: targets.Target) -> str:
+def run_cell(notebook: Path, number: int, cell: Cell, source: Source, tier: str, target: targets.Target,
+             include: tuple[str, ...]) -> str:
     """What cell `number` prints, standard output then standard error. Its traps name the
     cell (`tour.md#2:5: ...`), so a recording does not change when text above it does;
-    its diagnostics name the notebook's own lines (a `refused` cell's, the cell's)."""
+    its diagnostics name the notebook's own lines (a `refused` cell's, the cell's). The
+    units a cell uses are looked for beside the notebook, then in `include`."""
     from .link import build
 
+    name = f"{notebook.name}#{number}"
+    cell_source = SourceFile(str(notebook.parent / name), source.text)  # its units are beside the notebook
     try:
-        program = compile_program(SourceFile(f"{notebook.name}#{number}", source.text))
+        program = compile_program(cell_source, include)
     except CompileError as e:
         if cell.options.refused:
-            return str(e) + "\n"
+            shown = SourceFile(name, source.text)
+            return str(CompileError([Diagnostic(shown, d.pos, d.code, d.message) if d.source is cell_source else d
+                                     for d in e.diagnostics], e.stopped)) + "\n"
         whole = SourceFile(str(notebook), notebook.read_text())
         raise CompileError([Diagnostic(whole, Pos(source.lines[d.pos.line - 1], d.pos.col), d.code, d.message)
-                            for d in e.diagnostics], e.stopped) from None
+                            if d.source is cell_source else d for d in e.diagnostics], e.stopped) from None
     if cell.options.refused:
         raise NotebookError(f"{notebook}:{cell.program.first + 1}: this cell says `refused`, but it compiles")
     command = [str(build.cached_build(program, target, tier))]
@@ -262,20 +273,20 @@ def notebooks(path: Path) -> list[Path]:
     return [p for p in sorted(path.rglob("*.md")) if cells(p, p.read_text().splitlines())]
 
 
-def run(path: Path, tier: str, target: targets.Target) -> int:
+def run(path: Path, tier: str, target: targets.Target, include: tuple[str, ...] = ()) -> int:
     for notebook in notebooks(path):
-        run_notebook(notebook, tier, target)
+        run_notebook(notebook, tier, target, include)
     return 0
 
 
-def run_notebook(notebook: Path, tier: str, target: targets.Target) -> None:
+def run_notebook(notebook: Path, tier: str, target: targets.Target, include: tuple[str, ...] = ()) -> None:
     """Run every cell and record its output and plot; rewrite what changed."""
     lines = notebook.read_text().splitlines()
     changed = 0
     found = cells(notebook, lines)
     made = sources(notebook, found)
     for number, cell in reversed(list(enumerate(found, 1))):  # from the end, so earlier lines stay put
-        fresh = run_cell(notebook, number, cell, made[number - 1], tier, target)
+        fresh = run_cell(notebook, number, cell, made[number - 1], tier, target, include)
         if cell.options.plot:
             picture = notebook.parent / cell.options.plot
             text = drawn(notebook, cell, fresh).encode()
@@ -301,20 +312,20 @@ def run_notebook(notebook: Path, tier: str, target: targets.Target) -> None:
     print(f"{notebook}: {count(len(found), 'cell')} run, {count(changed, 'recording')} written")
 
 
-def verify(path: Path, tier: str, target: targets.Target) -> int:
+def verify(path: Path, tier: str, target: targets.Target, include: tuple[str, ...] = ()) -> int:
     """Hold every notebook under path to its recordings; 1 when any output or plot differs."""
-    failed = [notebook for notebook in notebooks(path) if not verify_notebook(notebook, tier, target)]
+    failed = [notebook for notebook in notebooks(path) if not verify_notebook(notebook, tier, target, include)]
     return 1 if failed else 0
 
 
-def verify_notebook(notebook: Path, tier: str, target: targets.Target) -> bool:
+def verify_notebook(notebook: Path, tier: str, target: targets.Target, include: tuple[str, ...] = ()) -> bool:
     """Run every cell and hold its output and plot against the recording; False when any differs."""
     lines = notebook.read_text().splitlines()
     found = cells(notebook, lines)
     made = sources(notebook, found)
     failed = 0
     for number, cell in enumerate(found, 1):
-        fresh = run_cell(notebook, number, cell, made[number - 1], tier, target)
+        fresh = run_cell(notebook, number, cell, made[number - 1], tier, target, include)
         line = cell.program.first + 1
         if cell.recording is None:
             print(f"{notebook}:{line}: this cell has no recorded output; `micatool notebook run` records it")

@@ -55,6 +55,11 @@ def resolve(word: str) -> Target:
     return TARGETS[name]
 
 
+def resolve_all(words: str) -> list[Target]:
+    """Comma-separated target words: `linux/amd64,linux/arm64`."""
+    return [resolve(word.strip()) for word in words.split(",")]
+
+
 TIERS = ("debug", "checked", "fast")
 
 # Every tier: no contraction into fused multiply-adds, no fast-math, static musl,

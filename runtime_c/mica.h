@@ -20,9 +20,17 @@
 
 /* ------------------------------------------------------------ program */
 
-/* The generated program defines these two. */
-extern const char mica_source_name[];
+/* The generated program defines these. Its files are its own, then its
+ * units': a line the compiler gives holds the file's place among them above
+ * MICA_FILE_LINE_BITS (micatool/diagnostics.py), so one int names a file and
+ * a line. */
+extern const char *const mica_source_names[];
+extern const int mica_source_count;
 void mica_program(void);
+
+#define MICA_FILE_LINE_BITS 24
+/* "file.mica:12" of a line the compiler gave, into out (size bytes). */
+void mica_where(char *out, size_t size, int line);
 
 /* The line of the statement running, which generated code keeps up to date
  * (each routine puts back its caller's on return). A trap given line 0 names
@@ -36,6 +44,7 @@ _Noreturn void mica_halt(int64_t code, int line);
 void *mica_alloc(size_t bytes, int line); /* zeroed; traps when memory runs out */
 void *mica_alloc_elements(int64_t count, size_t size, int line);
 void *mica_scratch(int64_t count, size_t size, int line); /* not zeroed: for scratch a kernel writes before it reads */
+void *mica_realloc(void *p, size_t bytes, int line);      /* contents kept, the rest not zeroed */
 int64_t mica_extent_product(int64_t rows, int64_t cols, int line);
 void mica_free(void *p);
 
@@ -184,6 +193,7 @@ void mica_str_drop(mica_string *s);
 void mica_str_assign(mica_string *dst, mica_string src); /* copies src */
 void mica_str_move(mica_string *dst, mica_string src);   /* takes src */
 mica_string mica_str_concat(mica_string a, mica_string b);
+void mica_str_append(mica_string *s, mica_string b); /* s := s + b, in place; b may be *s */
 int64_t mica_str_compare(mica_string a, mica_string b);
 mica_string mica_str_at(mica_string s, int64_t i, int line);
 mica_string mica_str_sub(mica_string s, int64_t start, int64_t count);
@@ -319,12 +329,32 @@ void mica_write_u8s(mica_stream *to, const uint8_t *x, int64_t n, int64_t width)
 void mica_write_f64s(mica_stream *to, const double *x, int64_t n, int64_t width, int64_t decimals);
 void mica_write_f32s(mica_stream *to, const float *x, int64_t n, int64_t width, int64_t decimals);
 void mica_writeln(mica_stream *to); /* flushes Output too when stdout is a terminal */
-/* The output buffer (mica_output.c). */
-void mica_flush(void);
-void mica_output_line_end(void); /* after WriteLn's newline on Output */
+/* The output buffer (mica_output.c), which calls nothing of the runtime. */
+void mica_flush_before_trap(void); /* Output's bytes out (dropped once stdout has refused one); never traps */
+int mica_output_lost(void);        /* the errno of the write stdout refused, or 0 */
+void mica_output_line_end(void);   /* after WriteLn's newline on Output */
 void mica_output_by_lines(void); /* on a task's thread: its lines join the output whole */
 void mica_start_output(void); /* on the program's thread: terminal or not, and the stop signals' handler */
 void mica_end_output(void);   /* on the program's thread, once it has run */
+/* A stdout that refused a write ends the program, as it ends cat (mica_core.c,
+ * since the trap is the core's). */
+void mica_flush(void);               /* Output's bytes out; a stdout that refuses them traps */
+void mica_trap_if_output_lost(void); /* the trap, once a write to stdout has failed */
+
+/* ------------------------------------------------------------ Sort (mica_sort.c) */
+
+/* keys[0..n) into ascending order, stable; with other (other_n elements of
+ * other_size bytes each; a different count traps), its elements moved with
+ * the keys'. */
+#define MICA_SORT_DECLARE(S, T) \
+    void mica_sort_##S(T *keys, int64_t n, void *other, int64_t other_n, size_t other_size, int line);
+MICA_SORT_DECLARE(i64, int64_t)
+MICA_SORT_DECLARE(i32, int32_t)
+MICA_SORT_DECLARE(i8, int8_t)
+MICA_SORT_DECLARE(u8, uint8_t)
+MICA_SORT_DECLARE(f32, float)
+MICA_SORT_DECLARE(f64, double)
+MICA_SORT_DECLARE(str, mica_string)
 
 /* ------------------------------------------------------------ dynamic storage */
 

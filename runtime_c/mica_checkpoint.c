@@ -217,8 +217,12 @@ static long read_hex4(reader *r) {
     return v;
 }
 
-/* One escape after its backslash, as UTF-8 into piece; its length, or 0 when malformed. */
-static int read_escape(reader *r, char piece[4]) {
+/* One escape after its backslash, as UTF-8 into piece; its length, or 0 when
+ * malformed. A NUL (\u0000, which JSON allows and safetensors writes) stays as
+ * written, six bytes: a C string cannot hold it, and kept so it can match no
+ * name a program loads (no Mica name has a backslash), no "format" or
+ * "checksum", and a message shows it as the file has it. */
+static int read_escape(reader *r, char piece[6]) {
     static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
     if (r->p >= r->end) return 0;
     char e = *r->p++;
@@ -232,9 +236,10 @@ static int read_escape(reader *r, char piece[4]) {
         long low = read_hex4(r);
         if (low < 0xDC00 || low >= 0xE000) return 0;
         c = 0x10000 + ((c - 0xD800) << 10) + (low - 0xDC00);
-    } else if (c <= 0 || (c >= 0xDC00 && c < 0xE000)) { /* malformed, or a NUL no C name can hold */
+    } else if (c < 0 || (c >= 0xDC00 && c < 0xE000)) { /* malformed, or a lone low surrogate */
         return 0;
     }
+    if (c == 0) return memcpy(piece, "\\u0000", 6), 6;
     if (c < 0x80) return piece[0] = (char)c, 1;
     if (c < 0x800) return piece[0] = (char)(0xC0 | c >> 6), piece[1] = (char)(0x80 | (c & 0x3F)), 2;
     int n = c < 0x10000 ? 3 : 4;
@@ -248,7 +253,7 @@ static bool read_string(reader *r, char *out, size_t n) {
     if (!expect(r, '"')) return false;
     size_t len = 0;
     while (r->p < r->end && *r->p != '"') {
-        char piece[4];
+        char piece[6];
         int k = 1;
         piece[0] = *r->p++;
         if ((unsigned char)piece[0] < 0x20) return fail(r, "%s", NOT_JSON);
@@ -436,8 +441,10 @@ static bool refuse(const char *name, int line, bool must, const char *format, ..
     vsnprintf(why, sizeof why, format, args);
     va_end(args);
     if (must) mica_trapf(line, "cannot load '%s': %s", name, why);
+    char where[300];
+    mica_where(where, sizeof where, line);
     mica_flush();
-    fprintf(stderr, "%s:%d: cannot load '%s': %s\n", mica_source_name, line, name, why);
+    fprintf(stderr, "%s: cannot load '%s': %s\n", where, name, why);
     return false;
 }
 

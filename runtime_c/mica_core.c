@@ -29,15 +29,26 @@ _Thread_local int mica_line;
 static int program_argc;
 static char **program_argv;
 
+void mica_where(char *out, size_t size, int line) {
+    int file = line >> MICA_FILE_LINE_BITS;
+    if (mica_source_count == 1 || file >= mica_source_count) /* one file: every line is its own */
+        snprintf(out, size, "%s:%d", mica_source_names[0], line);
+    else
+        snprintf(out, size, "%s:%d", mica_source_names[file], line & ((1 << MICA_FILE_LINE_BITS) - 1));
+}
+
 /* "prog.mica:12: what" and a newline into out (size bytes); line 0 is the
  * running statement's, and before any statement ran there is none to name. */
 static size_t trap_text(char *out, size_t size, int line, const char *what) {
+    char where[300];
     int n;
     if (line == 0) line = mica_line;
-    if (line == 0)
-        n = snprintf(out, size, "%s: before the first statement: %s\n", mica_source_name, what);
-    else
-        n = snprintf(out, size, "%s:%d: %s\n", mica_source_name, line, what);
+    if (line == 0) {
+        n = snprintf(out, size, "%s: before the first statement: %s\n", mica_source_names[0], what);
+    } else {
+        mica_where(where, sizeof where, line);
+        n = snprintf(out, size, "%s: %s\n", where, what);
+    }
     return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
 }
 
@@ -49,7 +60,7 @@ _Noreturn void mica_trap(int line, const char *what) {
     char text[1024];
     size_t n = trap_text(text, sizeof text, line, what);
     pthread_mutex_lock(&trapping);
-    mica_flush();
+    mica_flush_before_trap();
     fwrite(text, 1, n, stderr);
     exit(1);
 }
@@ -61,6 +72,17 @@ _Noreturn void mica_trapf(int line, const char *format, ...) {
     vsnprintf(message, sizeof message, format, args);
     va_end(args);
     mica_trap(line, message);
+}
+
+/* Called holding no lock of the output's, since the trap flushes (and drops) what is left. */
+void mica_trap_if_output_lost(void) {
+    int error = mica_output_lost();
+    if (error != 0) mica_trapf(0, "cannot write standard output: %s", strerror(error));
+}
+
+void mica_flush(void) {
+    mica_flush_before_trap();
+    mica_trap_if_output_lost();
 }
 
 static _Thread_local char last_error[1024];
@@ -83,9 +105,13 @@ _Noreturn void mica_halt(int64_t code, int line) {
     exit((int)code);
 }
 
+static _Noreturn void out_of_memory(size_t bytes, int line) {
+    mica_trapf(line, "out of memory allocating %zu bytes", bytes);
+}
+
 void *mica_alloc(size_t bytes, int line) {
     void *p = calloc(1, bytes ? bytes : 1);
-    if (p == NULL) mica_trapf(line, "out of memory allocating %zu bytes", bytes);
+    if (p == NULL) out_of_memory(bytes, line);
     return p;
 }
 
@@ -108,8 +134,17 @@ void *mica_alloc_elements(int64_t count, size_t size, int line) {
 void *mica_scratch(int64_t count, size_t size, int line) {
     size_t bytes = element_bytes(count, size, line);
     void *p = malloc(bytes ? bytes : 1);
-    if (p == NULL) mica_trapf(line, "out of memory allocating %zu bytes", bytes);
+    if (p == NULL) out_of_memory(bytes, line);
     return p;
+}
+
+/* p's block (or none) made `bytes` long, its contents kept and the rest not
+ * zeroed; where the block is long enough already, realloc keeps it in place.
+ * A string grows through it (mica_str_append). */
+void *mica_realloc(void *p, size_t bytes, int line) {
+    void *q = realloc(p, bytes ? bytes : 1);
+    if (q == NULL) out_of_memory(bytes, line);
+    return q;
 }
 
 void mica_free(void *p) {
@@ -179,7 +214,7 @@ static void on_fault(int signal, siginfo_t *info, void *context) {
     if (mica_stack_floor != 0 && below_the_floor && a_stack_access) {
         char message[1024];
         size_t n = trap_text(message, sizeof message, 0, STACK_OVERFLOW);
-        mica_flush();
+        mica_flush_before_trap();
         if (write(2, message, n) < 0) _exit(1);
         _exit(1);
     }
@@ -206,6 +241,7 @@ static void *run_program(void *unused) {
     mica_watch_the_stack();
     mica_start_output();
     mica_program();
+    mica_flush(); /* a stdout that refused the last of the output traps, before the end */
     mica_end_output(); /* here, where a stop signal can still find the buffer's thread */
     return NULL;
 }

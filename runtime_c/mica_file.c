@@ -3,13 +3,15 @@
  * WriteFile never leaves a half-written file behind: it writes a temporary
  * file beside the target, flushes it to disk, then renames it into place.
  * A writer killed mid-write leaves its temporary; the next successful write
- * of the same file removes it.
+ * of the same file removes it, at the cost of one listing of its folder per
+ * run (below).
  */
 #include "mica.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,30 +96,134 @@ static char *follow_links(const char *name) {
     return path;
 }
 
-/* Remove the temporaries `target.tmpPID` beside target whose writer no longer
- * runs: what a kill during an earlier write left behind. */
-static void remove_stale_temporaries(const char *target) {
-    const char *slash = strrchr(target, '/');
-    const char *base = slash ? slash + 1 : target;
-    size_t base_len = strlen(base);
-    char *folder = mica_alloc(slash ? (size_t)(slash - target) + 2 : 2, 0);
-    if (slash) memcpy(folder, target, slash == target ? 1 : (size_t)(slash - target));
-    else folder[0] = '.';
+/* ---- dead writers' temporaries ----
+ *
+ * A writer killed mid-write leaves its temporary `target.tmpPID`; the next
+ * atomic write of the same target removes it, once its writer no longer runs.
+ * Reading the folder at every commit made writing n files into one folder
+ * cost n listings of a growing folder, O(n^2). Instead the first commit into
+ * a folder in a run reads it once and keeps the dead writers' temporaries it
+ * finds (few: one per writer killed), and each commit removes its own
+ * target's. A writer that dies later in the run leaves its temporary to the
+ * next run. A folder is known by its device and inode, whatever the path
+ * ("out", "./out"). Tasks commit at once, so all of this is under sweep_lock. */
+
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+} folder_id;
+
+typedef struct {
+    folder_id folder;
+    char *name;        /* the temporary's, in its folder */
+    size_t target_len; /* its target's name is name[0, target_len) */
+} leftover;
+
+static pthread_mutex_t sweep_lock = PTHREAD_MUTEX_INITIALIZER;
+static folder_id *swept; /* an open-addressing set, at most half full; ino 0 marks a free slot */
+static size_t swept_slots, swept_count;
+static leftover *leftovers;
+static size_t leftover_count, leftover_capacity;
+
+static bool same_folder(folder_id a, folder_id b) {
+    return a.dev == b.dev && a.ino == b.ino;
+}
+
+static folder_id *swept_slot(folder_id *set, size_t slots, folder_id f) {
+    size_t i = ((size_t)f.ino * 0x9E3779B97F4A7C15u ^ (size_t)f.dev) & (slots - 1);
+    while (set[i].ino != 0 && !same_folder(set[i], f)) i = (i + 1) & (slots - 1);
+    return &set[i];
+}
+
+/* Add f to the swept folders; false if it was there already. */
+static bool first_sweep_of(folder_id f) {
+    if (f.ino == 0) return false; /* no inode to know it by: never swept (no file system gives 0) */
+    if (2 * (swept_count + 1) > swept_slots) {
+        size_t slots = swept_slots ? 2 * swept_slots : 64;
+        folder_id *set = mica_alloc_elements((int64_t)slots, sizeof *set, 0);
+        for (size_t i = 0; i < swept_slots; i++)
+            if (swept[i].ino != 0) *swept_slot(set, slots, swept[i]) = swept[i];
+        mica_free(swept);
+        swept = set;
+        swept_slots = slots;
+    }
+    folder_id *slot = swept_slot(swept, swept_slots, f);
+    if (slot->ino != 0) return false;
+    *slot = f;
+    swept_count++;
+    return true;
+}
+
+/* The length of the target a temporary `target.tmpPID` is for, when its writer
+ * no longer runs; else 0. */
+static size_t dead_writers_target(const char *name) {
+    const char *tmp = NULL;
+    for (const char *at = strstr(name, ".tmp"); at != NULL; at = strstr(at + 1, ".tmp")) tmp = at;
+    if (tmp == NULL || tmp == name || tmp[4] < '1' || tmp[4] > '9') return 0;
+    char *stop;
+    long pid = strtol(tmp + 4, &stop, 10);
+    bool dead = *stop == 0 && pid <= INT32_MAX && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+    return dead ? (size_t)(tmp - name) : 0;
+}
+
+static void keep_leftover(folder_id f, const char *name, size_t target_len) {
+    if (leftover_count == leftover_capacity) {
+        size_t more = leftover_capacity ? 2 * leftover_capacity : 8;
+        leftovers = mica_resize(leftovers, (int64_t)leftover_capacity, (int64_t)more, sizeof *leftovers, 0);
+        leftover_capacity = more;
+    }
+    size_t n = strlen(name);
+    char *copy = mica_alloc(n + 1, 0);
+    memcpy(copy, name, n);
+    leftovers[leftover_count++] = (leftover){f, copy, target_len};
+}
+
+static void find_leftovers(folder_id f, const char *folder) {
     DIR *d = opendir(folder);
-    mica_free(folder);
     if (d == NULL) return;
     struct dirent *item;
     while ((item = readdir(d)) != NULL) {
-        const char *pid_text = item->d_name + base_len + 4;
-        if (strncmp(item->d_name, base, base_len) != 0 || strncmp(item->d_name + base_len, ".tmp", 4) != 0 ||
-            *pid_text < '1' || *pid_text > '9')
-            continue;
-        char *stop;
-        long pid = strtol(pid_text, &stop, 10);
-        if (*stop == 0 && pid <= INT32_MAX && kill((pid_t)pid, 0) != 0 && errno == ESRCH)
-            unlinkat(dirfd(d), item->d_name, 0);
+        size_t target_len = dead_writers_target(item->d_name);
+        if (target_len > 0) keep_leftover(f, item->d_name, target_len);
     }
     closedir(d);
+}
+
+/* Remove the dead writers' temporaries of `base`, the target's name in `folder`. */
+static void remove_leftovers(folder_id f, const char *folder, const char *base) {
+    size_t base_len = strlen(base), folder_len = strlen(folder);
+    for (size_t i = 0; i < leftover_count;) {
+        leftover *l = &leftovers[i];
+        if (!same_folder(l->folder, f) || l->target_len != base_len || memcmp(l->name, base, base_len) != 0) {
+            i++;
+            continue;
+        }
+        size_t n = folder_len + strlen(l->name) + 2;
+        char *path = mica_alloc(n, 0);
+        snprintf(path, n, "%s/%s", folder, l->name);
+        unlink(path);
+        mica_free(path);
+        mica_free(l->name);
+        *l = leftovers[--leftover_count]; /* the order of the rest does not matter */
+    }
+}
+
+/* After a commit of target: its dead writers' temporaries removed (see above). */
+static void remove_stale_temporaries(const char *target) {
+    const char *slash = strrchr(target, '/');
+    const char *base = slash ? slash + 1 : target;
+    char *folder = mica_alloc(slash ? (size_t)(slash - target) + 2 : 2, 0);
+    if (slash) memcpy(folder, target, slash == target ? 1 : (size_t)(slash - target));
+    else folder[0] = '.';
+    struct stat info;
+    if (stat(folder, &info) == 0) {
+        folder_id f = {info.st_dev, info.st_ino};
+        pthread_mutex_lock(&sweep_lock);
+        if (first_sweep_of(f)) find_leftovers(f, folder);
+        remove_leftovers(f, folder, base);
+        pthread_mutex_unlock(&sweep_lock);
+    }
+    mica_free(folder);
 }
 
 /* Begin writing `name` atomically: the bytes go to a temporary beside the

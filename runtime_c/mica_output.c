@@ -23,7 +23,14 @@
  * program's own thread (others pass it on), so the handler sees the buffer as
  * that thread left it: out_used only grows after the bytes it covers are in
  * place, and while a flush is under way only the flush knows how far write(2)
- * got, so the handler leaves it to the flush to finish and then die. */
+ * got, so the handler leaves it to the flush to finish and then die.
+ *
+ * A stdout that refuses a write (a full disk, a pipe whose reader is gone
+ * while SIGPIPE is ignored) ends the program, as it ends cat: output that
+ * vanished while the status said 0 would be worse than no output. The write
+ * that failed keeps its errno in `lost` and later output is dropped; the trap
+ * is mica_core.c's (mica_trap_if_output_lost), called by whoever wrote once it
+ * holds no lock of the output's. */
 
 static char out_buffer[1 << 16];
 static size_t out_used;
@@ -32,6 +39,7 @@ static volatile sig_atomic_t flushing;         /* mica_flush is writing the buff
 static volatile sig_atomic_t stopped_by;       /* a signal that came while it was */
 static volatile sig_atomic_t finished;         /* all is out: the program thread may be gone */
 static pthread_t program_thread;
+static atomic_int lost;                        /* the errno of stdout's failed write, or 0 */
 
 /* Tasks print whole lines: a task's output collects in its own line and joins
  * the buffer, under output_lock, at each line's end (or when the line is
@@ -43,16 +51,17 @@ static _Thread_local bool by_lines;
 static _Thread_local char task_line[4096];
 static _Thread_local size_t task_used;
 
-/* All of data to stdout; async-signal-safe. A failing stdout (closed, full)
- * drops the output, as stdio would: the program's own work goes on. */
-static void write_out(const char *data, size_t size) {
+/* All of data to stdout: 0, or the errno of the write that failed. Async-signal-safe. */
+static int write_out(const char *data, size_t size) {
     while (size > 0) {
         ssize_t wrote = write(1, data, size);
         if (wrote < 0 && errno == EINTR) continue;
-        if (wrote <= 0) return;
+        if (wrote < 0) return errno;
+        if (wrote == 0) return EIO; /* no progress and no reason: it would never finish */
         data += wrote;
         size -= (size_t)wrote;
     }
+    return 0;
 }
 
 /* Die of signal, as if it had never been caught: the exit status is 128 + signal. */
@@ -76,7 +85,7 @@ static void on_stop(int signal) {
         return;
     }
     atomic_signal_fence(memory_order_seq_cst);
-    write_out(out_buffer, out_used);
+    (void)write_out(out_buffer, out_used); /* the signal's status says it ended early, whatever came of this */
     die_of(signal);
 }
 
@@ -96,10 +105,12 @@ void mica_start_output(void) {
     }
 }
 
+/* The buffer out, or dropped once stdout has failed. */
 static void write_buffer(void) {
     flushing = 1;
     atomic_signal_fence(memory_order_seq_cst);
-    write_out(out_buffer, out_used);
+    int error = atomic_load(&lost) ? 0 : write_out(out_buffer, out_used);
+    if (error != 0) atomic_store(&lost, error);
     out_used = 0;
     atomic_signal_fence(memory_order_seq_cst);
     flushing = 0;
@@ -114,7 +125,7 @@ static void hand_over_line(void) {
     task_used = 0;
 }
 
-void mica_flush(void) {
+void mica_flush_before_trap(void) {
     bool locking = atomic_load(&shared_output);
     if (by_lines) hand_over_line();
     if (locking) pthread_mutex_lock(&output_lock);
@@ -122,14 +133,19 @@ void mica_flush(void) {
     if (locking) pthread_mutex_unlock(&output_lock);
 }
 
+int mica_output_lost(void) {
+    return atomic_load(&lost);
+}
+
 void mica_output_by_lines(void) {
     atomic_store(&shared_output, true);
     by_lines = true;
 }
 
-/* The program's last flush, on its thread; a stop after it has nothing to save. */
+/* The program's last flush, on its thread (mica_core.c has trapped already if
+ * stdout refused); a stop after it has nothing to save. */
 void mica_end_output(void) {
-    mica_flush();
+    mica_flush_before_trap();
     finished = 1;
 }
 
@@ -174,5 +190,5 @@ mica_stream mica_output = {output_put};
 /* A line of Output ended: a task's line joins the buffer, and a terminal sees it now. */
 void mica_output_line_end(void) {
     if (by_lines) hand_over_line();
-    if (line_buffered) mica_flush();
+    if (line_buffered) mica_flush_before_trap();
 }

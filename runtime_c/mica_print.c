@@ -14,9 +14,11 @@
 #include <string.h>
 
 /* Every Write reaches its stream through its put: Output's is the program's
- * output buffer (mica_output.c), a file stream's its own (mica_stream.c). */
+ * output buffer (mica_output.c), a file stream's its own (mica_stream.c). A
+ * stdout that refused a write ends the program at the Write that finds it. */
 static void emit(mica_stream *to, const char *s, size_t n) {
     to->put(to, s, n);
+    if (to == &mica_output) mica_trap_if_output_lost();
 }
 
 static void emit_padded(mica_stream *to, const char *s, int64_t width) {
@@ -189,7 +191,9 @@ void mica_write_f32s(mica_stream *to, const float *x, int64_t n, int64_t width, 
 
 void mica_writeln(mica_stream *to) {
     emit(to, "\n", 1);
-    if (to == &mica_output) mica_output_line_end();
+    if (to != &mica_output) return;
+    mica_output_line_end();
+    mica_trap_if_output_lost(); /* the line's end may have met a failing stdout */
 }
 
 mica_string mica_str_of_f64(double x) {

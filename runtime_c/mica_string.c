@@ -44,6 +44,29 @@ mica_string mica_str_concat(mica_string a, mica_string b) {
     return s;
 }
 
+/* The buffer a string appended to needs for `needed` bytes (its terminator
+ * counted): the next power of two, so that a string built a piece at a time
+ * is copied O(1) times per byte, and realloc finds the buffer long enough, in
+ * place, for every append until the next power. A piece as long as the string
+ * doubles it anyway, and gets just the bytes it needs. */
+static size_t appended_size(int64_t needed, int64_t piece, int64_t len) {
+    if (piece >= len) return (size_t)needed;
+    size_t size = 1;
+    while (size < (size_t)needed) size *= 2;
+    return size;
+}
+
+/* A string's buffer is its own, from the allocator (a place never holds a
+ * literal: assigning one copies it), so it may grow where it is. */
+void mica_str_append(mica_string *s, mica_string b) {
+    int64_t len = s->len + b.len;
+    bool itself = b.data != NULL && b.data == s->data; /* s := s + s: b's bytes move with s's */
+    s->data = mica_realloc(s->data, appended_size(len + 1, b.len, s->len), 0);
+    memmove(s->data + s->len, itself ? s->data : bytes(b), (size_t)b.len);
+    s->len = len;
+    s->data[len] = 0;
+}
+
 int64_t mica_str_compare(mica_string a, mica_string b) {
     int64_t n = a.len < b.len ? a.len : b.len;
     int c = memcmp(bytes(a), bytes(b), (size_t)n);

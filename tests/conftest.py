@@ -1,13 +1,16 @@
 """Test entry point: installs and starts the real components the tests use.
 
-qemu-user-static comes from Debian (apt-get, as root in CI); a test that
-needs a component which cannot be had skips and says why.
+qemu-user-static comes from Debian (apt-get, as root in CI), the editor
+package's Node tooling from npm (pinned by lock files, kept in micatool's
+cache); a test that needs a component which cannot be had skips and says why.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -15,7 +18,11 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from fake_driver import fake_cuda  # noqa: E402,F401 (the fixture, tests/fake_driver.py)
 from helpers import qemu  # noqa: E402
-from system import Unavailable, apt_install  # noqa: E402
+from system import Unavailable, apt_install, npm_ci, require_node  # noqa: E402
+
+from micatool.cache import cache_dir  # noqa: E402
+
+EDITOR = Path(__file__).resolve().parents[1] / "editors" / "vscode"
 
 
 @pytest.fixture(scope="session")
@@ -27,3 +34,20 @@ def aarch64():
         except Unavailable as why:
             pytest.skip(f"qemu-aarch64-static: {why}")
     return qemu()
+
+
+class NodeTools(NamedTuple):
+    tools: Path  # holds node_modules of editors/vscode/test/tools: vscode-textmate, vscode-oniguruma, @vscode/vsce
+    extension: Path  # holds node_modules of editors/vscode: what the packaged extension ships
+
+
+@pytest.fixture(scope="session")
+def node_tools():
+    """Node.js and npm (from Debian when missing) and the editor package's Node packages,
+    installed once into micatool's cache, outside the repository."""
+    try:
+        require_node()
+        into = cache_dir() / "node"
+        return NodeTools(npm_ci(EDITOR / "test" / "tools", into), npm_ci(EDITOR, into))
+    except Unavailable as why:
+        pytest.skip(f"Node tooling for editors/vscode: {why}")

@@ -14,13 +14,19 @@ import sys
 from pathlib import Path
 
 from micatool import targets
-from micatool.compile import compile_program, load_source
+from micatool.compile import compile_program, load_source, parse
+from micatool.compile.ast import Program
 from micatool.link.build import cached_build
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 SHARED = ROOT.parent / "shared"
 BOTH_TARGETS = ("x86_64-linux", "aarch64-linux")
+
+
+def example_programs() -> list[Path]:
+    """Every program under examples/; the units among the files are built into the programs that use them."""
+    return [path for path in sorted(EXAMPLES.glob("*/*.mica")) if isinstance(parse(load_source(str(path))), Program)]
 
 
 def qemu() -> str | None:

@@ -151,6 +151,28 @@ def test_a_file_written_by_python_without_checksum_loads(binaries, checkpoint):
     assert read(binaries, checkpoint).stdout.startswith("true 7 1.0 2.0 3.0")
 
 
+def test_a_nul_in_the_metadata_written_by_python_loads(binaries, checkpoint):
+    """JSON's \\u0000, which safetensors writes for a NUL, in a metadata key and value;
+    a NUL in "format" or "checksum" makes them no format or checksum Mica knows."""
+    tensors = load_file(str(checkpoint))
+    tensors["step"] = np.array(7, np.int64)
+    for metadata in ({"note": "a\0b", "x\0": "y"}, {"format": "mica\0", "format\0": "mica"}):
+        save_file(tensors, str(checkpoint), metadata=metadata)
+        assert b"\\u0000" in checkpoint.read_bytes()
+        assert read(binaries, checkpoint).stdout.startswith("true 7 1.0 2.0 3.0")
+    save_file(tensors, str(checkpoint), metadata={"checksum": "crc32:00000000\0"})
+    result = read(binaries, checkpoint)
+    assert result.stdout.startswith("false -1 ")
+    assert "the header says crc32:00000000\\u0000\n" in result.stderr
+
+
+def test_a_nul_in_a_tensor_name_is_shown_as_the_file_writes_it(binaries, checkpoint):
+    tensors = load_file(str(checkpoint))
+    tensors["step\0"] = tensors.pop("step")
+    save_file(tensors, str(checkpoint))
+    refused(binaries, checkpoint, "it has a tensor 'step\\u0000' that the program does not load")
+
+
 def test_the_const_section_is_recorded(tmp_path):
     consts = "program C;\nconst N = 3; Rate = 0.25; Name = 'a\"b'; On = true; Big = 1e300;\n"
     binary = build_text(tmp_path, consts + "var x : integer;\nbegin\n    Save(ParamStr(1), x);\nend.\n", name="c.mica")

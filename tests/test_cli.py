@@ -159,6 +159,26 @@ def test_a_program_argument_before_the_separator_gets_a_hint(hello):
         f"hint: a program's arguments go after --: micatool run {hello} -- --steps 5"]
 
 
+KNOWN_TARGETS = "aarch64-linux, x86_64-linux, aarch64, amd64, arm64, linux/amd64, linux/arm64, x86_64, native"
+
+
+@pytest.mark.parametrize("words, argument, word", [
+    (["build", "--target", "riscv64"], "--target", "riscv64"),
+    (["image", "--tag", "b:1", "--platform", "linux/amd64,linux/riscv64"], "--platform", "linux/riscv64"),
+    (["size", "--target", "x86_64-linux,arm"], "--target", "arm"),
+    (["notebook", "run", "--target", "riscv64"], "--target", "riscv64"),
+])
+def test_an_unknown_target_is_a_malformed_command_line(tmp_path, words, argument, word):
+    """Status 2 with the usage, as argparse gives any word it cannot take, and before
+    anything is compiled: the program here would not compile."""
+    (tmp_path / "broken.mica").write_text(BROKEN)
+    done = micatool(*words, "broken.mica", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith(f"usage: micatool {words[0]} ")
+    assert done.stderr.endswith(f"micatool {words[0]}: error: argument {argument}: unknown target '{word}'; "
+                                f"choose one of: {KNOWN_TARGETS}\n")
+
+
 def test_a_closed_standard_output_ends_quietly_as_cat_does(hello):
     """emit-c writes far more than a pipe holds; head takes one line and leaves."""
     done = subprocess.run(f"{sys.executable} -m micatool emit-c {hello} | head -1", shell=True,
@@ -235,8 +255,9 @@ def test_long_steps_show_progress_on_a_terminal_and_nowhere_else(hello, tmp_path
     assert (done.returncode, done.stderr) == (0, "")
 
 
-def test_a_stopped_build_leaves_nothing_in_the_temporary_folder(hello, tmp_path):
-    """SIGTERM during a cold build (its own cache: the runtime takes seconds)."""
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_build_leaves_nothing_in_the_temporary_folder(hello, tmp_path, stop):
+    """SIGTERM or Ctrl-C during a cold build (its own cache: the runtime takes seconds)."""
     temp = tmp_path / "tmp"
     temp.mkdir()
     env = dict(os.environ, TMPDIR=str(temp), MICA_CACHE_DIR=str(tmp_path / "cache"))
@@ -246,8 +267,8 @@ def test_a_stopped_build_leaves_nothing_in_the_temporary_folder(hello, tmp_path)
     while not any(temp.glob("mica-*")) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert any(temp.glob("mica-*")), "the build made no folder to stop it in"
-    build.send_signal(signal.SIGTERM)
-    assert build.wait(timeout=120) == 128 + signal.SIGTERM
+    build.send_signal(stop)
+    assert build.wait(timeout=120) == 128 + stop
     assert build.stderr.read() == ""
     assert list(temp.iterdir()) == [] and not (tmp_path / "app").exists()
 
@@ -263,6 +284,62 @@ def test_a_build_sweeps_folders_a_killed_build_left_a_day_ago(hello, tmp_path):
                           env=dict(os.environ, TMPDIR=str(temp)), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in temp.iterdir()) == ["mica-build-fresh"]
+
+
+def _interrupted_while_importing(command: list[str], delay: float, cwd: Path) -> tuple[int, list[str]]:
+    """`command` (a Python script and its arguments) run under -X importtime, which
+    names each module on stderr as its import ends; SIGINT `delay` seconds after
+    micatool.start's. The status, and stderr without the import times."""
+    process = subprocess.Popen([sys.executable, "-X", "importtime", *command], cwd=cwd, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    said = []
+    for line in process.stderr:
+        said.append(line)
+        if line.rstrip().endswith("| micatool.start"):
+            break
+    time.sleep(delay)
+    process.send_signal(signal.SIGINT)
+    said += process.stderr.readlines()
+    process.wait(timeout=60)
+    return process.returncode, [line for line in said if not line.startswith("import time:")]
+
+
+@pytest.mark.parametrize("delay", [0.01, 0.05, 0.1, 0.3, 1.0])
+@pytest.mark.parametrize("way", ["script", "module"])
+def test_a_ctrl_c_at_any_moment_ends_quietly_with_130(tmp_path, way, delay):
+    """From the moment micatool's first module is in, whether cli.py (a third of a
+    second) is still importing or `check` is already waiting to read its source, a
+    FIFO that no one writes: the status of an interrupt, and not a word."""
+    os.mkfifo(tmp_path / "waits.mica")
+    script = str(Path(sys.executable).with_name("micatool")) if way == "script" else "-m micatool"
+    status, said = _interrupted_while_importing([*script.split(), "check", "waits.mica"], delay, tmp_path)
+    assert (status, said) == (130, [])
+
+
+def test_an_interrupt_python_wrapped_is_still_an_interrupt():
+    """Python 3.11 wraps a KeyboardInterrupt raised in a class's __set_name__ (a lazy
+    import during a command) in a RuntimeError: it ends micatool as the interrupt would."""
+    from micatool.cli import report
+
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as e:
+            raise RuntimeError("Error calling __set_name__") from e
+    except RuntimeError as wrapped:
+        assert report(wrapped) == 130
+
+
+def test_the_version_to_a_closed_or_full_standard_output():
+    """Closed: nothing to write to, nothing said. Full: said, status 1, no traceback."""
+    closed = subprocess.run([sys.executable, "-m", "micatool", "--version"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, timeout=300, preexec_fn=lambda: os.close(1))
+    assert (closed.returncode, closed.stderr) == (0, "")
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "micatool", "--version"], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=300)
+    assert done.returncode == 1 and done.stderr.startswith("micatool: error: ")
+    assert done.stderr.endswith(": No space left on device\n") and done.stderr.count("\n") == 1
 
 
 def test_run_hands_a_stop_signal_to_its_program_which_keeps_its_output(tmp_path):

@@ -13,7 +13,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from micatool.compile import compile_program, front_end
+from micatool.compile import compile_program, front_end, load_source
 from micatool.compile.lark_parser import KEYWORDS, _lark
 from micatool.diagnostics import CompileError, Pos, SourceFile
 
@@ -62,7 +62,13 @@ def compiles_or_diagnoses(text: str) -> None:
 @st.composite
 def mutated_program(draw):
     """Mostly like-for-like swaps (a name for a name), so many mutants pass the parser."""
-    pieces = list(draw(st.sampled_from(SEED_TOKENS)))
+    return draw(mutated(draw(st.sampled_from(SEED_TOKENS))))
+
+
+@st.composite
+def mutated(draw, seed: list[tuple[str, str]]):
+    """seed's text, one to three of its tokens changed."""
+    pieces = list(seed)
     for _ in range(draw(st.integers(1, 3))):
         i = draw(st.sampled_from(range(1, len(pieces), 2)))
         kind, text = pieces[i]
@@ -84,6 +90,32 @@ def mutated_program(draw):
 @given(mutated_program())
 def test_mutated_programs_compile_or_diagnose(text):
     compiles_or_diagnoses(text)
+
+
+# A program of units (tests/units/split): one of its files mutated. Every diagnostic names
+# one of the files, at a line and column inside it.
+UNIT_FILES = {p.name: p.read_text() for p in sorted((Path(__file__).parent / "units" / "split").glob("*.mica"))}
+
+
+@st.composite
+def mutated_unit_program(draw):
+    name = draw(st.sampled_from(sorted(UNIT_FILES)))
+    return {**UNIT_FILES, name: draw(mutated(tokens(UNIT_FILES[name])))}
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(files=mutated_unit_program())
+def test_mutated_units_compile_or_diagnose(files, tmp_path):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    try:
+        compile_program(load_source(str(tmp_path / "split.mica")))
+    except CompileError as e:
+        for d in e.diagnostics:
+            assert 1000 <= d.code <= 7999 and d.source.name.startswith(str(tmp_path))
+            text = files[Path(d.source.name).name]
+            assert 1 <= d.pos.line <= text.count("\n") + 1 and d.pos.col >= 1
+            assert d.render().startswith(f"{d.source.name}:{d.pos.line}:{d.pos.col}: analyzer error {d.code}: ")
 
 
 @settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))

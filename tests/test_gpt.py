@@ -1,11 +1,13 @@
 """The GPT example in a small configuration: its loss column, digit for digit,
 on x86_64 and aarch64, a resumed run that ends bit-identical to a straight one,
 examples/gpt/to_torch.py reproducing its validation loss from a checkpoint, and
-the int8 model of --int8: its record on both targets, its loss beside float32's,
-and its checkpoint's int8 weights against the float32 ones they quantize.
+int8.mica's model of that checkpoint: its record on both targets, its loss
+beside float32's, and its checkpoint's int8 weights against the float32 ones
+they quantize.
 
-The configuration shrinks the constants at the top of examples/gpt/gpt.mica;
-tests/records/gpt_small.txt is the record (the tokens/s column removed).
+The configuration shrinks the constants of examples/gpt's programs and units
+(bench/gpt_sizes.with_constants); tests/records/gpt_small.txt is the training
+run's record (the tokens/s column removed), gpt_small_int8.txt int8.mica's.
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import EXAMPLES, build_text
+from helpers import EXAMPLES, ROOT, build
+
+sys.path.insert(0, str(ROOT / "bench"))
+from gpt_sizes import with_constants  # noqa: E402
 
 SMALL = {"B": 8, "T": 16, "C": 32, "H": 2, "HS": 16, "L": 1, "Mlp": 128, "DefaultSteps": 150, "Warmup": 10,
          "EvalEvery": 50, "EvalWindows": 2, "SampleLength": 120}
@@ -28,12 +33,9 @@ INT8_RECORD = Path(__file__).parent / "records" / "gpt_small_int8.txt"
 pytestmark = pytest.mark.slow
 
 
-def small_source() -> str:
-    text = (EXAMPLES / "gpt" / "gpt.mica").read_text()
-    for name, value in SMALL.items():
-        text, count = re.subn(rf"(\n    {name} = )\d+;", rf"\g<1>{value};", text)
-        assert count == 1, name
-    return text
+def small_folder(folder: Path) -> Path:
+    """examples/gpt's programs and units in the small configuration, in folder."""
+    return with_constants(EXAMPLES / "gpt" / "gpt.mica", SMALL, folder).parent
 
 
 @pytest.fixture(scope="module")
@@ -41,15 +43,23 @@ def work(tmp_path_factory):
     return tmp_path_factory.mktemp("gpt")
 
 
-def train(work: Path, target: str, tier: str, *args: str, qemu: str | None = None) -> str:
-    binary = build_text(work, small_source(), name="gpt.mica", target=target, tier=tier)
-    command = [str(binary), *args]
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    return small_folder(tmp_path_factory.mktemp("small"))
+
+
+def run_program(program: Path, target: str, tier: str, *args: str, qemu: str | None = None) -> str:
+    command = [str(build(program, target=target, tier=tier)), *args]
     if qemu:
         command.insert(0, qemu)
-    # run beside the example's corpus, which the program finds by itself
+    # run beside the example's corpus, which the programs find by themselves
     done = subprocess.run(command, capture_output=True, text=True, timeout=1200, cwd=EXAMPLES / "gpt")
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+def train(small: Path, target: str, tier: str, *args: str, qemu: str | None = None) -> str:
+    return run_program(small / "gpt.mica", target, tier, *args, qemu=qemu)
 
 
 def without_rates(output: str) -> str:
@@ -59,8 +69,8 @@ def without_rates(output: str) -> str:
                   flags=re.M)
 
 
-def test_the_loss_column_matches_the_record(work):
-    output = without_rates(train(work, "x86_64-linux", "checked"))
+def test_the_loss_column_matches_the_record(small):
+    output = without_rates(train(small, "x86_64-linux", "checked"))
     assert output == RECORD.read_text()
 
 
@@ -70,27 +80,30 @@ def test_validation_loss_ends_below_the_unigram_entropy():
 
 
 @pytest.mark.qemu
-def test_aarch64_matches_the_record(work, aarch64):
-    output = without_rates(train(work, "aarch64-linux", "fast", qemu=aarch64))
+def test_aarch64_matches_the_record(small, aarch64):
+    output = without_rates(train(small, "aarch64-linux", "fast", qemu=aarch64))
     assert output == RECORD.read_text()
 
 
-def test_resuming_from_a_checkpoint_is_bit_identical(work):
+def test_resuming_from_a_checkpoint_is_bit_identical(work, small):
     straight, first, resumed = work / "straight.safetensors", work / "half.safetensors", work / "resumed.safetensors"
-    train(work, "x86_64-linux", "fast", "--steps", "40", "--save", str(straight))
-    train(work, "x86_64-linux", "fast", "--steps", "40", "--until", "20", "--save", str(first))
-    train(work, "x86_64-linux", "fast", "--steps", "40", "--load", str(first), "--save", str(resumed))
+    train(small, "x86_64-linux", "fast", "--steps", "40", "--save", str(straight))
+    train(small, "x86_64-linux", "fast", "--steps", "40", "--until", "20", "--save", str(first))
+    train(small, "x86_64-linux", "fast", "--steps", "40", "--load", str(first), "--save", str(resumed))
     assert first.read_bytes() != straight.read_bytes()
     assert resumed.read_bytes() == straight.read_bytes()
 
 
-def test_to_torch_reproduces_the_validation_loss(work):
+def test_to_torch_reproduces_the_validation_loss(work, tmp_path):
     if importlib.util.find_spec("torch") is None:
         pytest.skip("torch is not installed")
-    source, count = re.subn(r"'validation loss ', floatLoss:0:4", "'validation loss ', floatLoss:0:9",
-                             small_source())  # every digit float64 keeps
+    folder = small_folder(tmp_path)
+    program = folder / "gpt.mica"
+    source, count = re.subn(r"'validation loss ', ValidationLoss:0:4", "'validation loss ', ValidationLoss:0:9",
+                            program.read_text())  # every digit float64 keeps
     assert count == 1
-    binary = build_text(work, source, name="gpt.mica")
+    program.write_text(source)
+    binary = build(program)
     checkpoint = work / "torch.safetensors"
     done = subprocess.run([str(binary), "--steps", "30", "--save", str(checkpoint)], capture_output=True, text=True,
                           timeout=300, cwd=EXAMPLES / "gpt")
@@ -106,19 +119,26 @@ def test_to_torch_reproduces_the_validation_loss(work):
     assert text.startswith(corpus[len(corpus) * 9 // 10:][:SMALL["T"]])  # the held-out text it continues
 
 
-def int8_run(work: Path, target: str = "x86_64-linux", qemu: str | None = None) -> str:
-    checkpoint = work / f"int8-{target}.safetensors"
-    return without_rates(train(work, target, "fast", "--int8", "--save-int8", str(checkpoint),
-                               "--save", str(work / f"float-{target}.safetensors"), qemu=qemu))
+def int8_run(work: Path, small: Path, target: str = "x86_64-linux", qemu: str | None = None) -> str:
+    """int8.mica on the small GPT's checkpoint, trained here for the target: what it prints."""
+    trained = work / f"float-{target}.safetensors"
+    train(small, target, "fast", "--save", str(trained), qemu=qemu)
+    return without_rates(run_program(small / "int8.mica", target, "fast", "--load", str(trained), "--save-int8",
+                                     str(work / f"int8-{target}.safetensors"), qemu=qemu))
 
 
-def test_the_int8_model_matches_its_record(work):
-    assert int8_run(work) == INT8_RECORD.read_text()
+def test_the_int8_model_matches_its_record(work, small):
+    assert int8_run(work, small) == INT8_RECORD.read_text()
 
 
 @pytest.mark.qemu
-def test_aarch64_int8_model_matches_the_record(work, aarch64):
-    assert int8_run(work, "aarch64-linux", qemu=aarch64) == INT8_RECORD.read_text()
+def test_aarch64_int8_model_matches_the_record(work, small, aarch64):
+    assert int8_run(work, small, "aarch64-linux", qemu=aarch64) == INT8_RECORD.read_text()
+
+
+def test_int8_needs_a_checkpoint(small):
+    done = subprocess.run([str(build(small / "int8.mica"))], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (2, "usage: int8 --load FILE [--corpus FILE] [--save-int8 FILE]\n")
 
 
 def test_the_int8_loss_stays_within_two_percent_of_float32():
@@ -130,14 +150,14 @@ def test_the_int8_loss_stays_within_two_percent_of_float32():
     assert float(change) == pytest.approx(100 * (float(int8_loss) - float_loss) / float_loss, abs=0.01)
 
 
-def test_the_int8_checkpoint_holds_each_weight_quantized_per_column(work):
+def test_the_int8_checkpoint_holds_each_weight_quantized_per_column(work, small):
     """Read by Python's safetensors: each int8 weight is its float32 weight over its
     column's scale (max |column| / 127), rounded half to even, as numpy computes it."""
     np = pytest.importorskip("numpy")
     from safetensors.numpy import load_file
 
     if not (work / "int8-x86_64-linux.safetensors").exists():
-        int8_run(work)
+        int8_run(work, small)
     quantized = load_file(str(work / "int8-x86_64-linux.safetensors"))
     weights = load_file(str(work / "float-x86_64-linux.safetensors"))
     C, H, L = SMALL["C"], SMALL["H"], SMALL["L"]

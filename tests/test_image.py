@@ -156,6 +156,21 @@ def test_bare_name_gets_latest():
         image.normalize_tag("Hello:1")
 
 
+def test_a_bad_tag_is_a_malformed_command_line_told_before_compiling(tmp_path, capsys):
+    """Status 2 with the usage; the program would not even compile, so nothing was built."""
+    from micatool.cli import main
+
+    (tmp_path / "broken.mica").write_text("program Broken;\nbegin\n    x := 1;\nend.\n")
+    with pytest.raises(SystemExit) as stopped:
+        main(["image", str(tmp_path / "broken.mica"), "--tag", "Bad Tag!", "-o", str(tmp_path / "b.tar")])
+    assert stopped.value.code == 2
+    said = capsys.readouterr()
+    assert said.out == "" and said.err.startswith("usage: micatool image ")
+    assert said.err.endswith("micatool image: error: argument --tag: 'Bad Tag!' is not a tag Docker accepts "
+                             "(lower-case name, short tag of letters, digits, '.', '_', '-')\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.mica"]
+
+
 def test_wrong_or_foreign_binaries_are_refused(hello_binaries, tmp_path):
     binaries = read_binaries(hello_binaries)
     swapped = {"linux/amd64": binaries["linux/arm64"]}

@@ -72,7 +72,8 @@ def descent_parse(text: str):
     reader = descent.Parser(text)
     try:
         program = reader.start()
-        program.body = list(program.body)  # read to the end, as descent.parse does
+        if isinstance(program, ast.Program):
+            program.body = list(program.body)  # read to the end, as descent.parse does
     except (descent.Fallback, RecursionError):
         return None, None
     return program, reader.height

@@ -1,10 +1,10 @@
-"""The GPT serving over HTTP/1.1 (examples/gpt/gpt.mica --serve): the small
+"""The GPT serving over HTTP/1.1 (examples/gpt/serve.mica): the small
 configuration of tests/test_gpt.py trains a checkpoint, and the server loaded
 from it answers /health and /sample on 127.0.0.1 (and ::1): the same bytes
 for one seed from eight clients at once, the same text the program prints,
 keep-alive, and a 4xx or a closed connection for each malformed or hostile
-request, after which the server still answers. The int8 model serves its own
-printed sample; the aarch64 build (under qemu) serves the same bytes; and the
+request, after which the server still answers. The int8 model serves the sample
+int8.mica prints; the aarch64 build (under qemu) serves the same bytes; and the
 FROM scratch image serves them under a real Docker daemon.
 
 Every socket has a timeout and every loop a bound, so a broken server fails
@@ -24,9 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from docker_env import docker_daemon  # noqa: F401 (fixture)
-from helpers import EXAMPLES, build_text
+from helpers import EXAMPLES, build
 from micatool.cli import main
-from test_gpt import SMALL, small_source
+from test_gpt import SMALL, small_folder
 from test_image import docker
 from test_network import host_param
 
@@ -44,16 +44,22 @@ def work(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def binary(work):
-    return build_text(work, small_source(), name="gpt.mica", tier="fast")
+def small(work):
+    return small_folder(work)
 
 
 @pytest.fixture(scope="module")
-def trained(work, binary):
+def binary(small):
+    """The server."""
+    return build(small / "serve.mica", tier="fast")
+
+
+@pytest.fixture(scope="module")
+def trained(work, small):
     """The checkpoint, and what the training run printed after it: the sample of seed 1337."""
     checkpoint = work / "ck.safetensors"
-    done = subprocess.run([str(binary), "--steps", str(STEPS), "--save", str(checkpoint)], capture_output=True,
-                          timeout=600, cwd=EXAMPLES / "gpt")
+    done = subprocess.run([str(build(small / "gpt.mica", tier="fast")), "--steps", str(STEPS), "--save",
+                           str(checkpoint)], capture_output=True, timeout=600, cwd=EXAMPLES / "gpt")
     assert done.returncode == 0, done.stderr
     sample = re.split(rb"validation loss .*\n\n", done.stdout, maxsplit=1)[1]
     return checkpoint, sample
@@ -88,7 +94,7 @@ class Server:
 
 
 def serve(binary, checkpoint, host: str) -> Server:
-    return Server([str(binary), "--load", str(checkpoint), "--serve", "0", "--host", host,
+    return Server([str(binary), "--load", str(checkpoint), "--port", "0", "--host", host,
                    "--timeout", str(PATIENCE)], cwd=EXAMPLES / "gpt")
 
 
@@ -162,13 +168,13 @@ def test_a_sample_is_the_text_the_program_prints_for_its_seed(server, trained):
     assert (status, body) == (200, sample)
 
 
-def test_the_int8_model_serves_the_int8_sample_the_program_prints(binary, trained):
-    """--int8 --serve samples from the quantized model: its integer products run in the tasks."""
-    printed = subprocess.run([str(binary), "--load", str(trained[0]), "--until", "0", "--int8"],
+def test_the_int8_model_serves_the_int8_sample_int8_prints(binary, small, trained):
+    """--int8 samples from the quantized model: its integer products run in the tasks."""
+    printed = subprocess.run([str(build(small / "int8.mica", tier="fast")), "--load", str(trained[0])],
                              capture_output=True, timeout=600, cwd=EXAMPLES / "gpt")
     assert printed.returncode == 0, printed.stderr
     sample = re.search(rb"from float32's\n\n(.*\n)sampling tokens/s", printed.stdout, re.S).group(1)
-    running = Server([str(binary), "--load", str(trained[0]), "--int8", "--serve", "0", "--host", "127.0.0.1"],
+    running = Server([str(binary), "--load", str(trained[0]), "--int8", "--port", "0", "--host", "127.0.0.1"],
                      cwd=EXAMPLES / "gpt")
     try:
         with ThreadPoolExecutor(4) as pool:
@@ -310,9 +316,15 @@ def test_a_keep_alive_connection_closes_after_a_hundred_requests(server):
 
 def test_a_timeout_out_of_range_is_a_usage_error(binary):
     for timeout in ("0", "-1", "1e9"):
-        done = subprocess.run([str(binary), "--serve", "0", "--timeout", timeout], capture_output=True, text=True,
+        done = subprocess.run([str(binary), "--port", "0", "--timeout", timeout], capture_output=True, text=True,
                               timeout=WAIT, cwd=EXAMPLES / "gpt")
-        assert (done.returncode, done.stdout) == (2, "gpt: --timeout is seconds, more than 0 and at most a day\n")
+        assert (done.returncode, done.stdout) == (2, "serve: --timeout is seconds, more than 0 and at most a day\n")
+
+
+def test_the_server_needs_a_checkpoint(binary):
+    done = subprocess.run([str(binary), "--port", "0"], capture_output=True, text=True, timeout=WAIT)
+    assert (done.returncode, done.stdout) == (2, "usage: serve --load FILE [--port PORT] [--host HOST] "
+                                                 "[--timeout SECONDS] [--int8] [--corpus FILE]\n")
 
 
 # ---------------------------------------------------------------- ::1, and the image
@@ -328,11 +340,9 @@ def test_the_server_answers_on_the_ipv6_loopback(binary, trained, server, host):
 
 
 @pytest.mark.qemu
-def test_the_aarch64_server_answers_the_same_bytes(work, trained, server, aarch64):
-    folder = work / "aarch64"
-    folder.mkdir(exist_ok=True)
-    binary = build_text(folder, small_source(), name="gpt.mica", tier="fast", target="aarch64-linux")
-    running = Server([aarch64, str(binary), "--load", str(trained[0]), "--serve", "0", "--host", "127.0.0.1"],
+def test_the_aarch64_server_answers_the_same_bytes(small, trained, server, aarch64):
+    binary = build(small / "serve.mica", tier="fast", target="aarch64-linux")
+    running = Server([aarch64, str(binary), "--load", str(trained[0]), "--port", "0", "--host", "127.0.0.1"],
                      cwd=EXAMPLES / "gpt")
     try:
         answer = get(running.port, "/sample?n=200&seed=7")
@@ -342,12 +352,12 @@ def test_the_aarch64_server_answers_the_same_bytes(work, trained, server, aarch6
 
 
 @pytest.mark.docker
-def test_the_image_serves_from_a_mounted_checkpoint(docker_daemon, work, trained, server):
+def test_the_image_serves_from_a_mounted_checkpoint(docker_daemon, work, small, trained, server):
     """The FROM scratch image, the corpus and checkpoint mounted read-only. The test daemon makes no
     bridge (tests/docker_env.py), so the container shares the host's network and listens on 127.0.0.1
     only, on a port the test picks."""
-    source = work / "gpt.mica"
-    tarball = work / "gpt.tar"
+    source = small / "serve.mica"
+    tarball = work / "serve.tar"
     assert main(["-q", "image", str(source), "--tag", TAG, "--platform", "linux/amd64", "-o", str(tarball)]) == 0
     loaded = docker("load", "-i", str(tarball))
     assert loaded.returncode == 0, loaded.stderr
@@ -358,7 +368,7 @@ def test_the_image_serves_from_a_mounted_checkpoint(docker_daemon, work, trained
     container = docker("run", "-d", "--rm", "--name", name, "--pull", "never", "--network", "host",
                        "-v", f"{trained[0]}:/ck.safetensors:ro",
                        "-v", f"{EXAMPLES / 'gpt' / 'corpus.txt'}:/corpus.txt:ro", TAG,
-                       "--corpus", "/corpus.txt", "--load", "/ck.safetensors", "--serve", str(port),
+                       "--corpus", "/corpus.txt", "--load", "/ck.safetensors", "--port", str(port),
                        "--host", "127.0.0.1")
     try:
         assert container.returncode == 0, container.stderr

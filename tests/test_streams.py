@@ -227,6 +227,55 @@ def test_an_open_write_whose_program_is_killed_leaves_no_file(tmp_path):
     assert not [p for p in os.listdir(tmp_path) if p.startswith("out.txt.tmp")]  # the stale one is swept
 
 
+MANY_FILES = mica("""
+    for i := 1 to 2000 do
+        if OpenWrite(ParamStr(1) + '/f' + IntToStr(i) + '.txt', address f) then begin
+            WriteLn(f, 'file ', i);
+            Close(f);
+        end;
+    WriteFile('./' + ParamStr(1) + '/f2001.txt', 'last');""", "var f : stream; i : integer;")
+
+
+def _folder_with_leftovers(tmp_path) -> tuple[list[str], list[str]]:
+    """out/ holding what killed writers left: the temporaries the run's writes must
+    remove, and those it must keep (another target's, a live writer's, not ours)."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid whose process has ended; this test's own still runs
+    removed = [f"f7.txt.tmp{gone.pid}", f"f2000.txt.tmp{gone.pid}", f"f2001.txt.tmp{gone.pid}"]
+    kept = [f"other.txt.tmp{gone.pid}", f"f9.txt.tmp{os.getpid()}", "f3.txt.tmpx", f"f3.tmp{gone.pid}"]
+    (tmp_path / "out").mkdir()
+    for name in removed + kept:
+        (tmp_path / "out" / name).write_text("half")
+    return removed, kept
+
+
+def test_writing_many_files_removes_only_their_dead_writers_temporaries(tmp_path):
+    """The first and the last writes of the run, and one through another spelling
+    of the folder (./out), each remove their own target's leftovers."""
+    removed, kept = _folder_with_leftovers(tmp_path)
+    result = run(build_text(tmp_path, MANY_FILES), args=["out"], cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (0, "")
+    written = [f"f{i}.txt" for i in range(1, 2002)]
+    assert sorted(os.listdir(tmp_path / "out")) == sorted(written + kept)
+    assert [(tmp_path / "out" / name).read_text() for name in written] == \
+        [f"file {i}\n" for i in range(1, 2001)] + ["last"]
+
+
+def test_writing_many_files_reads_their_folder_once(tmp_path):
+    """Writing n files costs O(n): the dead writers' temporaries are found in one
+    listing of the folder per run, not one per Close of a growing folder."""
+    if subprocess.run(["strace", "-o", os.devnull, "true"], capture_output=True).returncode != 0:
+        pytest.skip("strace is missing or may not trace here")
+    _folder_with_leftovers(tmp_path)
+    binary = build_text(tmp_path, MANY_FILES)
+    trace = tmp_path / "trace.txt"
+    done = subprocess.run(["strace", "-f", "-e", "trace=open,openat", "-o", str(trace), str(binary), "out"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stderr) == (0, "")
+    listings = [line for line in trace.read_text().splitlines() if "O_DIRECTORY" in line]
+    assert len(listings) == 1, listings[:3]
+
+
 @pytest.mark.parametrize("body, message", [
     ("WriteLn(f, 1);", "Write to a stream that is not open"),
     ("if OpenRead('prog.mica', address f) then WriteLn(f, 1);", "cannot write to 'prog.mica': it is open for reading"),

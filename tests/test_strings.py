@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 
 from helpers import run_text
+from micatool.compile import compile_program, load_source
 
 ALPHABET = ["a", "b", ",", ";", "é", " "]
 
@@ -76,3 +77,115 @@ end.
 def test_the_trapping_conversions_keep_their_message(tmp_path):
     result = run_text(tmp_path, "program S;\nbegin\n    WriteLn(StrToInt('4 '));\nend.\n")
     assert result.returncode == 1 and result.stderr == "prog.mica:3: '4 ' is not an integer\n"
+
+
+APPENDS = """program A;
+type Named = record name : string; n : integer; end;
+var s, t, u : string; i, j : integer; r : Named; a : array[1..3] of string; d : array of string;
+
+procedure Extend(address x : string; y : string);
+begin
+    x := x + y + '.';
+end;
+
+procedure Twice(address x : string; y : string);
+begin
+    x := x + y;
+end;
+
+function Grown(y : string) : string;
+begin
+    for i := 1 to 3 do result := result + y;
+    y := y + '?';
+    result := result + y;
+end;
+
+function Marked : string;
+begin
+    s := s + '!';
+    result := '#';
+end;
+
+begin
+    s := 'ab';
+    s := s + s;
+    WriteLn(s);
+    s := s + s + s;
+    WriteLn(s);
+    s := s + 'c' + s;
+    WriteLn(s);
+    t := 'xy';
+    s := t + s;
+    WriteLn(s);
+    s := s + Copy(s, 2, 3) + '';
+    WriteLn(s);
+    u := s;
+    s := s + 'z';
+    WriteLn(u, ' ', s);
+    s := s + Marked();
+    WriteLn(s);
+    r.name := r.name + 'q';
+    r.name := r.name + r.name;
+    a[2] := 'e';
+    j := 2;
+    a[2] := a[2] + a[j] + a[1];
+    a[3] := a[3] + a[2];
+    SetLength(address d, 2);
+    d[1] := d[1] + 'w';
+    d[1] := d[1] + d[1];
+    WriteLn(r.name, ' ', a[2], ' ', a[3], ' ', d[0], '<', d[1]);
+    t := 'k';
+    Extend(address t, t);
+    Twice(address t, t);
+    Extend(address a[1], a[2]);
+    WriteLn(t, ' ', a[1], ' ', Grown('m'));
+    s := '';
+    for i := 1 to 1000000 do s := s + Chr(97 + i mod 26);
+    WriteLn(Length(s), ' ', Copy(s, 1, 3), ' ', Copy(s, 999998, 3));
+end.
+"""
+
+
+def test_appending_keeps_what_concatenation_gives_whatever_aliases_the_piece(tmp_path):
+    """s := s + ... grows s in place: a piece that is s itself, or holds s, or was copied
+    out of it, reads what s was; strings in records and arrays, lent by address, a
+    function's result and a routine's copy of a value parameter grow alike."""
+    s = "ab" * 2
+    lines = [s]
+    s = s * 3
+    lines.append(s)
+    s = s + "c" + s
+    lines.append(s)
+    s = "xy" + s
+    lines.append(s)
+    s = s + s[1:4]
+    lines.append(s)
+    lines.append(f"{s} {s}z")
+    s = s + "z!#"
+    lines.append(s)
+    built = "".join(chr(97 + i % 26) for i in range(1, 1000001))
+    lines += ["qq ee ee <ww", "kk.kk. ee. mmmm?", f"{len(built)} {built[:3]} {built[-3:]}"]
+    result = run_text(tmp_path, APPENDS)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.splitlines() == lines
+
+
+def test_appending_is_lowered_only_where_the_place_appends_to_itself(tmp_path):
+    """Only `s := s + ...` changes its C; `s := t + s` and a place whose path calls a
+    function keep the concatenation."""
+    path = tmp_path / "a.mica"
+    path.write_text("program A;\nvar s, t : string; a : array[1..2] of string;\n"
+                    "function One : integer;\nbegin\n    result := 1;\nend;\n"
+                    "begin\n    s := s + t;\n    s := s + t + 'x';\n    s := t + s;\n"
+                    "    a[One()] := a[One()] + t;\nend.\n")
+    c = compile_program(load_source(str(path))).c
+    body = c[c.index("void mica_program(void)"):]
+    calls = [line.strip() for line in body.splitlines() if "mica_str_" in line]
+    assert calls == [
+        "mica_str_append(&s, t);",
+        "mica_string mica_t1 = mica_str_concat(t, (mica_string){1, (char *)\"x\"});",
+        "mica_str_append(&s, mica_t1);",
+        "mica_str_drop(&mica_t1);",
+        "mica_str_move(&s, mica_str_concat(t, s));",
+        "mica_str_move(&a.e[mica_index(One(), 1, 2, 11)], mica_str_concat(a.e[mica_index(One(), 1, 2, 11)], t));",
+    ]

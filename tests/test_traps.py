@@ -238,6 +238,71 @@ def test_a_terminal_gets_each_line_while_the_program_runs(tmp_path):
     assert (seen, still_running, process.returncode) == (b"first\r\n", True, -signal.SIGTERM)
 
 
+# ---------------------------------------------------------------- a stdout that refuses its output
+
+FULL = "cannot write standard output: No space left on device"
+
+
+def _to_dev_full(binary, setup=None) -> subprocess.CompletedProcess:
+    with open("/dev/full", "w") as full:
+        return subprocess.run([str(binary)], stdout=full, stderr=subprocess.PIPE, text=True, timeout=120,
+                              preexec_fn=setup)
+
+
+@pytest.mark.parametrize("body, line", [
+    # the whole output fits the buffer: the program's last flush finds the disk full
+    ("begin\n  WriteLn('one');\n  WriteLn('two');\nend.", 4),
+    # the buffer fills at the WriteLn of the loop, which stops the program there
+    ("var i : integer;\nbegin\n  for i := 1 to 100000 do\n    WriteLn('line ', i);\n"
+     "  WriteLn(ErrOutput, 'not reached');\nend.", 5),
+    # Halt(0) flushes, and a lost output does not end in status 0
+    ("begin\n  WriteLn('bye');\n  Halt(0);\nend.", 4),
+    ("begin\n  WriteLn('bye');\n  if Flush(Output) then WriteLn(ErrOutput, 'flushed');\nend.", 4),
+    # a task flushes as it ends, and finds the failure at its spawn's line
+    ("procedure Say(n : integer);\nbegin\n  WriteLn('task ', n);\nend;\nbegin\n  tasks\n    spawn Say(1);\n"
+     "  end;\n  WriteLn(ErrOutput, 'not reached');\nend.", 8),
+], ids=["at_the_end", "when_the_buffer_fills", "halt", "flush", "task"])
+def test_a_full_stdout_ends_the_program_with_the_reason(tmp_path, body, line):
+    """As cat does: a message on stderr and status 1, never 0 with the output gone."""
+    result = _to_dev_full(build_text(tmp_path, _program(body), name="full.mica"))
+    assert (result.returncode, result.stderr) == (1, f"full.mica:{line}: {FULL}\n")
+
+
+def test_a_trap_with_a_full_stdout_says_its_own_reason(tmp_path):
+    result = _to_dev_full(build_text(tmp_path, _program(TRAPS["overflow"][0]), name="trap.mica"))
+    assert (result.returncode, result.stderr) == (1, "trap.mica:6: integer overflow\n")
+
+
+LONG_OUTPUT = "var i : integer;\nbegin\n  for i := 1 to 100000 do\n    WriteLn('line ', i);\nend."
+
+
+def _into_closed_pipe(binary, setup) -> subprocess.CompletedProcess:
+    """binary writing into a pipe whose reader has gone."""
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        return subprocess.run([str(binary)], stdout=writer, stderr=subprocess.PIPE, text=True, timeout=120,
+                              preexec_fn=setup)
+    finally:
+        os.close(writer)
+
+
+def test_a_closed_pipe_ends_the_program_by_sigpipe(tmp_path):
+    def default_sigpipe():
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+
+    result = _into_closed_pipe(build_text(tmp_path, _program(LONG_OUTPUT), name="pipe.mica"), default_sigpipe)
+    assert (result.returncode, result.stderr) == (-signal.SIGPIPE, "")
+
+
+def test_a_closed_pipe_with_sigpipe_ignored_ends_the_program_with_the_reason(tmp_path):
+    def ignore_sigpipe():
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+
+    result = _into_closed_pipe(build_text(tmp_path, _program(LONG_OUTPUT), name="pipe.mica"), ignore_sigpipe)
+    assert (result.returncode, result.stderr) == (1, "pipe.mica:5: cannot write standard output: Broken pipe\n")
+
+
 # ---------------------------------------------------------------- through micatool run
 
 @pytest.mark.parametrize("name", ["recursion", "huge_decimals", "division"])

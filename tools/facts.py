@@ -9,7 +9,7 @@ Takes nothing; writes docs/facts.md (atomically, and only when it changed):
   docs/language.md's tables, or the first call form of it written there.
 - the diagnostic codes: every code the compiler's source passes as a literal
   to a call (found by walking each module's syntax tree), its range, and the
-  message of its golden program in tests/diagnostics/ when it has one.
+  message of its golden program in tests/diagnostics/ (or tests/units/errors/) when it has one.
 - the example programs: lines, and the bytes of the fast-tier binary for each
   target (built through the cache, so a second run is quick).
 - the test count: the test cases pytest collects in tests/ (parametrized
@@ -35,7 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 from micatool import targets  # noqa: E402
 from micatool.cache import write_atomically  # noqa: E402
-from micatool.compile import compile_program, load_source  # noqa: E402
+from micatool.compile import compile_program, load_source, parse  # noqa: E402
+from micatool.compile.ast import Unit  # noqa: E402
 from micatool.compile.ops import OPS  # noqa: E402
 from micatool.compile.ops.checking import Lent  # noqa: E402
 from micatool.compile.ops.element_functions import FUNCTIONS as ELEMENT_FUNCTIONS  # noqa: E402
@@ -126,6 +127,8 @@ def diagnostics() -> list[str]:
     golden: dict[int, list[Path]] = {}
     for path in sorted((ROOT / "tests" / "diagnostics").glob("[0-9][0-9][0-9][0-9]_*.err")):
         golden.setdefault(int(path.name[:4]), []).append(path)
+    for path in sorted((ROOT / "tests" / "units" / "errors").glob("[0-9][0-9][0-9][0-9]_*/expected.err")):
+        golden.setdefault(int(path.parent.name[:4]), []).append(path)
     codes = sorted(diagnostic_codes() | set(golden))
     lines = ["| code | kind | golden programs | the first one's message |", "|---|---|---|---|"]
     for code in codes:
@@ -134,6 +137,7 @@ def diagnostics() -> list[str]:
         lines.append(f"| {code} | {RANGES[str(code)[0]]} | {len(files)} | {cell(message)} |")
     untested = [c for c in codes if c not in golden]
     return [f"{len(codes)} codes; {len(codes) - len(untested)} have a golden program in `tests/diagnostics/` "
+            f"or `tests/units/errors/` "
             f"({sum(len(f) for f in golden.values())} programs in all), {len(untested)} have none yet.", "",
             *lines]
 
@@ -143,6 +147,8 @@ def examples() -> list[str]:
     lines = ["| program | lines | " + " | ".join(f"{n} bytes" for n in names) + " |",
              "|---|---|" + "---|" * len(names)]
     for path in sorted((ROOT / "examples").glob("*/*.mica")):
+        if isinstance(parse(load_source(str(path))), Unit):
+            continue  # built into the programs that use it
         program = compile_program(load_source(str(path)))
         sizes = [cached_build(program, target, "fast").stat().st_size for target in targets.TARGETS.values()]
         flavour = " (GPU: the glibc flavour)" if program.uses_gpu else ""

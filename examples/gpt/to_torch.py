@@ -49,7 +49,7 @@ class GPT(nn.Module):
         self.transformer.wte.weight = self.lm_head.weight  # tied, as in the GPT
 
     def forward(self, ids):  # ids is (N, T): the logits (N, T, V)
-        x = self.transformer.wte(ids) + self.transformer.wpe(torch.arange(ids.shape[1]))
+        x = self.transformer.wte(ids) + self.transformer.wpe(torch.arange(ids.shape[1], device=ids.device))
         for block in self.transformer.h:
             x = block(x)
         return self.lm_head(self.transformer.ln_f(x))

@@ -10,44 +10,14 @@ from __future__ import annotations
 
 import gc
 import sys
-from pathlib import Path
 
-from ..diagnostics import CompileError, Diagnostic, SourceFile
-from . import descent
+from ..diagnostics import MAX_ERRORS, CompileError, Diagnostic, SourceFile
+from . import ast, descent, units
 from .analyzer import Analysis, analyze
 from .cprogram import CProgram
 from .desugar import desugar
 from .lower import lower
-
-
-class SourceError(Exception):
-    """The file could not be read at all."""
-
-
-def load_source(path: str) -> SourceFile:
-    if not path.endswith(".mica"):  # and so its binary, named after it, never overwrites it
-        raise SourceError(f"'{path}' is not a Mica source file: its name must end in .mica")
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        raise SourceError(f"cannot read '{path}': {e.strerror}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        source = SourceFile(path, data[: e.start].decode("utf-8"))
-        raise CompileError([Diagnostic(source, source.pos_at(len(source.text)), 1007,
-                                       f"the file is not valid UTF-8 (byte 0x{data[e.start]:02x})")]) from None
-    return SourceFile(path, text.removeprefix("\ufeff"))  # a byte-order mark is no part of the program
-
-
-def parse(source: SourceFile):
-    """The program's tree (ast.Program), or the CompileError that says what is wrong."""
-    try:
-        return descent.parse(source.text)
-    except (descent.Fallback, RecursionError):
-        from . import lark_parser  # only a program with an error (or absurd nesting) waits for lark
-
-        return lark_parser.parse(source)
+from .source import SourceError, load_source, parse, parse_recovering
 
 
 # The stages walk the tree recursively, a few Python frames per level; the
@@ -55,10 +25,12 @@ def parse(source: SourceFile):
 RECURSION_LIMIT = 20_000
 
 
-def front_end(source: SourceFile, keep_tree: bool = True) -> Analysis:
-    """The analyzed program. Without keep_tree (`micatool check`), the statements of
-    the main body and of each routine are parsed as they are checked and not kept
-    (the Analysis has none of them), so memory holds declarations, not statements."""
+def front_end(source: SourceFile, keep_tree: bool = True, include: tuple[str, ...] = ()) -> Analysis:
+    """The analyzed program, or unit, with the units it uses (found beside it, then in
+    the `include` folders, then in MICA_PATH's). Without keep_tree (`micatool check`),
+    the statements of the main body and of each routine of the given file are parsed
+    as they are checked and not kept (the Analysis has none of them), so memory holds
+    declarations, not statements."""
     sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     # The tree only grows while it is built and analyzed: the cycle collector would
     # rescan all of it again and again (half the front end's time on large programs).
@@ -67,27 +39,50 @@ def front_end(source: SourceFile, keep_tree: bool = True) -> Analysis:
     try:
         if not keep_tree:
             try:
-                return check_streaming(source)
+                return check_streaming(source, include)
             except (descent.Fallback, RecursionError):
                 pass  # a syntax error somewhere: the whole-tree path below explains it
-        return analyze(source, parse(source))
+        tree, syntax, repairs = parse_recovering(source)
+        if syntax:
+            raise CompileError(syntax + what_parsed_says(source, tree, repairs, include),
+                               stopped=len(syntax) >= MAX_ERRORS)
+        return analyze(source, tree, units.load(source, tree, include))
     finally:
         if collecting:
             gc.enable()
 
 
-def check_streaming(source: SourceFile) -> Analysis:
+def what_parsed_says(source: SourceFile, tree, repairs, include: tuple[str, ...]) -> list[Diagnostic]:
+    """The analyzer's diagnostics of a file whose syntax errors were repaired (so an
+    editor shows a type error while another line is unfinished), but those the
+    repairs made (repair.RepairedText.made_up)."""
+    if tree is None:
+        return []
+    try:
+        analyze(source, tree, units.load(source, tree, include))
+    except CompileError as e:
+        return [d for d in e.diagnostics if d.source is not source or not repairs.made_up(d.pos.line, d.code)]
+    return []
+
+
+def check_streaming(source: SourceFile, include: tuple[str, ...]) -> Analysis:
     """analyze, on a tree whose statements are parsed as they are checked and then
     dropped. Its diagnostics are the whole tree's: a check that stopped at 100
     errors reads the rest, for a syntax error there would come first."""
-    program = descent.parse_streaming(source.text)
+    tree = descent.parse_streaming(source.text)
+    used = units.load(source, tree, include)
     try:
-        return analyze(source, program)
+        return analyze(source, tree, used)
     except CompileError as e:
         if e.stopped:
-            descent.read_rest(program)
+            descent.read_rest(tree)
         raise
 
 
-def compile_program(source: SourceFile) -> CProgram:
-    return lower(desugar(front_end(source)))
+def compile_program(source: SourceFile, include: tuple[str, ...] = ()) -> CProgram:
+    analysis = front_end(source, include=include)
+    if isinstance(analysis.program, ast.Unit):
+        raise CompileError([Diagnostic(source, analysis.program.pos, 2011,
+                                       f"'{analysis.program.name}' is a unit, not a program: build and run a "
+                                       f"program that uses it; `micatool check` checks a unit alone")])
+    return lower(desugar(analysis))

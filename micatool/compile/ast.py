@@ -8,6 +8,8 @@ compare=False, so two trees compare equal by their syntax alone.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -32,6 +34,7 @@ class Node:
 @dataclass(slots=True)
 class NamedType(Node):
     name: str
+    unit: Optional[str] = field(default=None, kw_only=True)  # `Tokens.Alphabet`: the unit that declares it
 
 
 @dataclass(slots=True)
@@ -125,6 +128,9 @@ class BoolLit(Expr):
 @dataclass(slots=True)
 class Name(Expr):
     ident: str
+    # `Tokens.Encode`: the unit that declares the name. The parser makes a unit's
+    # qualified names Names, since it knows the file's uses clauses.
+    unit: Optional[str] = field(default=None, kw_only=True)
     symbol: Any = field(default=None, compare=False, kw_only=True)
 
 
@@ -310,10 +316,67 @@ class Routine(Node):
 
 
 @dataclass(slots=True)
+class Heading(Node):
+    """A procedure's or function's heading in a unit's interface; its body is in the implementation."""
+
+    kind: str  # 'procedure' or 'function'
+    name: str
+    params: list[Param]
+    result: Optional[TypeExpr]
+
+
+@dataclass(slots=True)
+class Use(Node):
+    """One name of a uses clause: a unit, where the file that uses it names it."""
+
+    name: str
+
+
+@dataclass(slots=True)
 class Program(Node):
     name: str
     decls: list[Node]
     body: list[Stmt]
+    uses: list[Use] = field(default_factory=list, kw_only=True)
+
+
+@dataclass(slots=True)
+class Unit(Node):
+    """A unit (LANGUAGE.md §12): what its interface declares for other files, the
+    implementation's bodies and private declarations, and its initialization."""
+
+    name: str
+    interface_uses: list[Use]
+    interface: list[Node]  # constants, types, variables and Headings
+    implementation_uses: list[Use]
+    implementation: list[Node]
+    initialization: list[Stmt]
+    end_line: int = field(default=0, compare=False, kw_only=True)  # where its final `end.` stands
+
+    @property
+    def uses(self) -> list[Use]:
+        return self.interface_uses + self.implementation_uses
+
+
+def shift_lines(node: Node, lines: int) -> None:
+    """Add `lines` to the line of every node under `node`, itself included (units.py
+    gives each file of a program its own range of lines)."""
+    node.line += lines
+    if isinstance(node, Tape):
+        node.end_pos = Pos(node.end_pos.line + lines, node.end_pos.col)
+    elif isinstance(node, Unit):
+        node.end_line += lines
+    for name in syntax_fields(type(node)):
+        value = getattr(node, name)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, Node):
+                shift_lines(item, lines)
+
+
+@functools.cache
+def syntax_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a node class that hold syntax: annotations and positions compare=False."""
+    return tuple(f.name for f in dataclasses.fields(cls) if f.compare)
 
 
 def root_name(e: Expr) -> Name | None:

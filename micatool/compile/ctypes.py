@@ -13,6 +13,7 @@ Naming keeps the generated C readable and collision-free:
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from .types import (
@@ -61,6 +62,13 @@ def c_name(name: str) -> str:
     return name
 
 
+def c_symbol(symbol) -> str:
+    """The C name of a variable or routine: a unit's own carry its unit's name
+    (Tokens__Encode), so that two files' names never meet in C."""
+    name = c_name(symbol.name)
+    return name if symbol.unit is None else f"{c_name(symbol.unit)}__{name}"
+
+
 SCALAR_C = {
     INTEGER: "int64_t",
     INT32: "int32_t",
@@ -83,6 +91,7 @@ class CTypes:
         self.helpers: list[str] = []
         self.names: dict[Type, str] = {}
         self.record_names: dict[int, str] = {}
+        self.record_c_names: set[str] = set()  # distinct, though records of two scopes may share a name
         self.uses_gpu = False  # a device type appeared: the program is built as the GPU flavour
 
     def name(self, t: Type) -> str:
@@ -143,6 +152,9 @@ class CTypes:
     def define_record(self, t: Record) -> str:
         fields = [(c_name(field), self.name(ft)) for field, ft in t.fields]
         name = c_name(t.name)
+        if name in self.record_c_names:  # another record of that name: a routine's own, or a unit's
+            name = next(f"{name}__{k}" for k in itertools.count(2) if f"{name}__{k}" not in self.record_c_names)
+        self.record_c_names.add(name)
         body = " ".join(f"{ctype} {field};" for field, ctype in fields)
         self.definitions.append(f"typedef struct {{ {body} }} {name};")
         if needs_drop(t):

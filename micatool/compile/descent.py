@@ -18,6 +18,7 @@ the lark-built tree would.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ..diagnostics import Pos
 from . import ast
@@ -25,7 +26,7 @@ from . import ast
 KEYWORDS = frozenset(
     "program const type var record end array of begin if then else for to downto do "
     "while repeat until break continue exit procedure function tracked tape address "
-    "on gpu and or not div mod true false tasks spawn".split()
+    "on gpu and or not div mod true false tasks spawn unit uses interface implementation initialization".split()
 )
 
 INT64_MAX = 2**63 - 1
@@ -67,18 +68,54 @@ _BINDING = {"or": OR, "and": AND, "=": COMPARISON, "<>": COMPARISON, "<": COMPAR
 _ATOM_STARTS = frozenset(["INT", "FLOAT", "STRING", "true", "false", "NAME", "(", "["])
 
 
-def parse(text: str) -> ast.Program:
-    """The program's tree, or Fallback (RecursionError on absurd nesting) when lark must speak."""
-    program = Parser(text).start()
-    program.body = list(program.body)
-    return program
+@dataclass(frozen=True, slots=True)
+class Token:
+    """A token as scan gives it: its kind (a keyword's or a punctuation mark's is
+    its own text; 'comment', 'NAME', 'INT', 'FLOAT', 'STRING'; 'malformed' and
+    'other' for text no token is), its text, and where it starts."""
+
+    kind: str
+    text: str
+    line: int
+    col: int
+    offset: int
 
 
-def parse_streaming(text: str) -> ast.Program:
+def scan(text: str) -> list[Token]:
+    """Every token of text, comments included, in order (for the formatter and the
+    language server, which keep what the parser skips)."""
+    tokens, line, line_start = [], 1, 0
+    for match in _TOKEN.finditer(text):
+        kind = match.lastgroup
+        value = match.group(kind)
+        start = match.start(kind)
+        if kind == "EOF":
+            break
+        if kind != "newline":
+            if kind == "NAME" and value in KEYWORDS or kind == "punct":
+                kind = value
+            tokens.append(Token(kind, value, line, start - line_start + 1, start))
+        breaks = value.count("\n")
+        if breaks:
+            line += breaks
+            line_start = start + value.rindex("\n") + 1
+    return tokens
+
+
+def parse(text: str) -> ast.Program | ast.Unit:
+    """The file's tree, or Fallback (RecursionError on absurd nesting) when lark must speak."""
+    tree = Parser(text).start()
+    if isinstance(tree, ast.Program):
+        tree.body = list(tree.body)
+    return tree
+
+
+def parse_streaming(text: str) -> ast.Program | ast.Unit:
     """The program's tree with its statements still to be read: the main body and
     each routine's body parse as a checker walks them, once, so it holds one
     statement at a time, not a 10 MB program's millions of nodes. Fallback and
-    RecursionError come where parse raises them, while the bodies are read."""
+    RecursionError come where parse raises them, while the bodies are read.
+    A unit is parsed whole."""
     return Parser(text, skim=True).start()
 
 
@@ -91,6 +128,7 @@ class Parser:
         self._text = text
         self._scan = _TOKEN.scanner(text, offset).match
         self._names: dict[str, str] = {} if names is None else names  # equal names share one string
+        self.units: set[str] = set()  # the units a qualified name may name: those used so far, and this one
         self.skim = skim
         self.unread = 0  # skimmed bodies not yet read
         self.read_tallest = 0  # the tallest routine among the bodies read
@@ -144,13 +182,56 @@ class Parser:
 
     # -- program and declarations
 
-    def start(self) -> ast.Program:
+    def start(self) -> ast.Program | ast.Unit:
+        if self.kind == "unit":
+            return self.unit()
         self.expect("program")
         name, line, col = self.take("NAME")
         self.expect(";")
-        decls, tallest = self.declarations(routines=True)
+        uses, tallest = self.uses()
+        decls, sections = self.declarations(self.routine)
         self.expect("begin")
-        return ast.Program(line, col, name, decls, self.main_body(tallest))
+        return ast.Program(line, col, name, decls, self.main_body(max(tallest, sections)), uses=uses)
+
+    def unit(self) -> ast.Unit:
+        """A unit is parsed whole, also by parse_streaming: its bodies are what other files call."""
+        self.skim = False
+        self.advance()
+        name, line, col = self.take("NAME")
+        self.expect(";")
+        self.units.add(name)
+        self.expect("interface")
+        interface_uses, tallest = self.uses()
+        interface, height = self.declarations(self.heading)
+        tallest = max(tallest, height)
+        self.expect("implementation")
+        implementation_uses, height = self.uses()
+        tallest = max(tallest, height)
+        implementation, height = self.declarations(self.routine)
+        tallest = max(tallest, height, 1)  # the heading, over the unit's name
+        initialization = []
+        if self.kind == "initialization":
+            self.advance()
+            initialization = self.stmt_list()
+            tallest = max(tallest, self.height)
+        end_line = self.line
+        self.expect("end")
+        self.expect(".")
+        self.height = tallest + 1
+        if self.kind != "EOF" or self.too_large or self.height > MAX_NESTING:
+            raise Fallback
+        return ast.Unit(line, col, name, interface_uses, interface, implementation_uses, implementation,
+                        initialization, end_line=end_line)
+
+    def uses(self) -> tuple[list[ast.Use], int]:
+        """An optional uses clause: its units, and its height (0 when there is none)."""
+        if self.kind != "uses":
+            return [], 0
+        self.advance()
+        names = self.name_list()
+        self.expect(";")
+        self.units.update(name for name, _, _ in names)
+        return [ast.Use(line, col, name) for name, line, col in names], 2
 
     def main_body(self, tallest: int):
         """The main block's statements, one at a time, then the end of the program."""
@@ -162,8 +243,9 @@ class Parser:
         if self.kind != "EOF" or self.too_large or self.height > MAX_NESTING or self.unread:
             raise Fallback
 
-    def declarations(self, routines: bool) -> tuple[list, int]:
-        """The sections before a `begin`, flattened, and the tallest one's height."""
+    def declarations(self, routine=None) -> tuple[list, int]:
+        """The sections before a `begin`, flattened, and the tallest one's height. `routine`
+        parses a procedure or function among them (a whole one, or an interface's heading)."""
         decls, tallest = [], 0
         while True:
             kind = self.kind
@@ -173,8 +255,8 @@ class Parser:
                 decls.extend(self.section(self.type_decl))
             elif kind == "var":
                 decls.extend(self.section(self.var_decl))
-            elif routines and (kind == "procedure" or kind == "function"):
-                decls.append(self.routine())
+            elif routine is not None and (kind == "procedure" or kind == "function"):
+                decls.append(routine())
             else:
                 return decls, tallest
             tallest = max(tallest, self.height)
@@ -234,7 +316,15 @@ class Parser:
         self.height = 1
         return names
 
-    def routine(self) -> ast.Routine:
+    def heading(self) -> ast.Heading:
+        """procedure_heading, function_heading: a routine's heading in a unit's interface."""
+        kind, name, line, col, params, result, tallest = self.signature()
+        self.height = tallest + 1
+        return ast.Heading(line, col, kind, name, params, result)
+
+    def signature(self):
+        """A routine's kind, name and position, parameters, result type, and their
+        height, through the ';' that ends its heading."""
         kind = self.kind
         self.advance()
         name, line, col = self.take("NAME")
@@ -248,7 +338,11 @@ class Parser:
             result = self.type_expr()
             tallest = max(tallest, self.height)
         self.expect(";")
-        decls, sections = self.declarations(routines=False)
+        return kind, name, line, col, params, result, tallest
+
+    def routine(self) -> ast.Routine:
+        kind, name, line, col, params, result, tallest = self.signature()
+        decls, sections = self.declarations()
         self.expect("begin")
         if self.skim:
             body = self.skim_body(max(tallest, sections))
@@ -336,6 +430,9 @@ class Parser:
                 self.height += 1
                 return ast.DynamicShapedType(line, col, name, element)
             self.height = 1
+            if self.kind == ".":
+                self.advance()
+                return ast.NamedType(line, col, self.take("NAME")[0], unit=name)
             return ast.NamedType(line, col, name)
         if kind == "array":
             self.advance()
@@ -389,6 +486,7 @@ class Parser:
         """A skimmed body's statements, parsed now; then the routine counts toward the
         program's height, as parse would have counted it."""
         reader = Parser(self._text, at=body.start, names=self._names)
+        reader.units = self.units
         yield from reader.statements()
         if reader.kind != "end" or reader.here()[0] != body.end or reader.too_large:
             raise Fallback
@@ -574,7 +672,10 @@ class Parser:
                 self.advance()
                 name, line, col = self.take("NAME")
                 self.height += 1
-                base = ast.Field(line, col, base, name)
+                if base.__class__ is ast.Name and base.unit is None and base.ident in self.units:
+                    base = ast.Name(base.line, base.col, name, unit=base.ident)  # a unit's name, qualified
+                else:
+                    base = ast.Field(line, col, base, name)
             elif kind == "(":
                 tallest = self.height
                 self.advance()
@@ -691,9 +792,11 @@ class LazyBody:
         return self.parser.read_body(self)
 
 
-def read_rest(program: ast.Program) -> None:
+def read_rest(program: ast.Program | ast.Unit) -> None:
     """Parse, keeping nothing, whatever of a parse_streaming program its checker left
     unread (it stopped early): Fallback if a syntax error waits there."""
+    if isinstance(program, ast.Unit):
+        return  # parsed whole
     for decl in program.decls:
         if isinstance(decl, ast.Routine) and isinstance(decl.body, LazyBody) and not decl.body.read:
             for _ in decl.body:

@@ -14,9 +14,6 @@ The new nodes carry the types the analyzer gave the forms they replace.
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-
 from . import ast
 from .analyzer import Analysis
 
@@ -29,8 +26,11 @@ def desugar(analysis: Analysis) -> Analysis:
     if analysis.bare_values:
         calls = {id(name): call for name, call in analysis.bare_values}
         replace_within(analysis.program, calls)
+        for unit in analysis.units:
+            replace_within(unit.tree, calls)
         # a variable's symbol holds its initial value too, which may itself be one of the names
-        for var in analysis.global_vars + [v for routine in analysis.routines for v in routine.locals]:
+        variables = analysis.global_vars + [v for unit in analysis.units for v in unit.global_vars]
+        for var in variables + [v for routine in analysis.routines for v in routine.locals]:
             var.init = calls.get(id(var.init), var.init)
     return analysis
 
@@ -45,7 +45,7 @@ def repeated_operand_last(e: ast.Binary) -> None:
 
 def replace_within(node: ast.Node, calls: dict[int, ast.Call]) -> None:
     """Put each call in place of the name it stands for (keyed by the name's id), anywhere under node."""
-    for name in _syntax(type(node)):
+    for name in ast.syntax_fields(type(node)):
         value = getattr(node, name)
         if isinstance(value, list):
             for i, item in enumerate(value):
@@ -61,9 +61,3 @@ def _replaced(node: ast.Node, calls: dict[int, ast.Call]) -> ast.Node:
         return call
     replace_within(node, calls)
     return node
-
-
-@functools.cache
-def _syntax(cls: type) -> tuple[str, ...]:
-    """The fields of a node class that hold syntax: annotations and positions compare=False."""
-    return tuple(f.name for f in dataclasses.fields(cls) if f.compare)

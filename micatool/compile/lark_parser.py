@@ -15,9 +15,10 @@ from types import SimpleNamespace
 import lark
 from lark import Token
 
-from ..diagnostics import ELLIPSIS, Pos, Reporter, SourceFile
+from ..diagnostics import ELLIPSIS, MAX_ERRORS, CompileError, Diagnostic, Pos, Reporter, SourceFile
 from . import ast
 from .descent import INT64_MAX, KEYWORDS, MAX_NESTING
+from .repair import RepairedText
 
 
 def _grammar() -> str:
@@ -37,26 +38,93 @@ def _lark() -> lark.Lark:
     return _parser()[0]
 
 
-def parse(source: SourceFile) -> ast.Program:
-    """The program's tree, or the CompileError that says what is wrong with it."""
+def parse(source: SourceFile) -> ast.Program | ast.Unit:
+    """The file's tree, or the CompileError that says what is wrong with it: every
+    syntax error, each repaired so the parse can go on to the next."""
+    tree, diagnostics, _ = parse_recovering(source)
+    if diagnostics:
+        raise CompileError(diagnostics, stopped=len(diagnostics) >= MAX_ERRORS)
+    return tree
+
+
+def parse_recovering(source: SourceFile) -> tuple[ast.Program | ast.Unit | None, list[Diagnostic], RepairedText]:
+    """The file's tree, a diagnostic for each error it holds, and the repaired text.
+    Each error is repaired in a copy of the text (repair.py: the usual fix where
+    the error says it, else the statement or declaration around it taken out) and
+    the copy parsed again, up to MAX_ERRORS errors. The tree is the repaired
+    text's, None where no repair lets the parse reach the end."""
     reporter = Reporter(source)
+    text = RepairedText(source.text)
     parser, builder = _parser()
-    builder._start(Reporter(source))
-    try:
-        program = parser.parse(source.text)
-    except lark.exceptions.UnexpectedCharacters as e:
-        _lexical_error(reporter, source, e)
-    except lark.exceptions.UnexpectedToken as e:
-        _syntax_error(reporter, source, e)
-    except lark.exceptions.UnexpectedEOF as e:  # raised by some lark paths instead of $END tokens
-        if not _reported_unclosed_comment(reporter, source, None):
-            reporter.error(_end_pos(source), 2002, "unexpected end of file" + _expected_text(e.expected))
-    reporter.check()
-    if builder._height(program) > MAX_NESTING:
-        _check_nesting(reporter, _tree_parser().parse(source.text))
-    builder._report_too_large()
-    builder.reporter.check()
-    return program
+    last = None
+    told = -1
+    while told < len(reporter.diagnostics) < MAX_ERRORS:  # each pass tells a new error, or the repairs go round
+        told = len(reporter.diagnostics)
+        view = SourceFile(source.name, text.text)
+        mapped = MappedReporter(reporter, text)
+        builder._start(mapped)
+        held = HeldReporter()  # an error is told only if it is the file's own, not a cascade
+        try:
+            program = parser.parse(text.text)
+        except lark.exceptions.UnexpectedCharacters as e:
+            code = _lexical_error(held, view, e)
+            where = (e.pos_in_stream, code)
+            if held.cascades(text) or where == last:
+                break
+            held.tell(mapped)
+            if code == 1003 or not text.repair_character(e.pos_in_stream):
+                break
+        except lark.exceptions.UnexpectedToken as e:
+            code = _syntax_error(held, view, e)
+            where = (e.token.start_pos, code)  # the same error again: the repair did not take
+            if held.cascades(text) or where == last:
+                break
+            held.tell(mapped)
+            if e.token.type == "$END" or code == 1003 or not text.repair_token(e.token, code):
+                break
+        except lark.exceptions.UnexpectedEOF as e:  # raised by some lark paths instead of $END tokens
+            if not _reported_unclosed_comment(held, view, None):
+                held.error(_end_pos(view), 2002, "unexpected end of file" + _expected_text(e.expected))
+            if not held.cascades(text):
+                held.tell(mapped)
+            break
+        else:
+            if builder._height(program) > MAX_NESTING:
+                _check_nesting(mapped, _tree_parser().parse(text.text))
+            builder._report_too_large()
+            diagnostics = CompileError(reporter.diagnostics).diagnostics
+            return (program if not any(d.code == 2010 for d in diagnostics) else None), diagnostics, text
+        last = where
+    return None, CompileError(reporter.diagnostics).diagnostics, text
+
+
+class HeldReporter:
+    """An error held back until it is known not to be a cascade: right after code a
+    repair took out (the next line or before), it is most likely that repair's own
+    doing, and the recovery stops there instead of reporting it and what follows."""
+
+    def __init__(self):
+        self.held: list[tuple[Pos, int, str]] = []
+
+    def error(self, pos: Pos, code: int, message: str) -> None:
+        self.held.append((pos, code, message))
+
+    def cascades(self, text: RepairedText) -> bool:
+        return any(text.taken_out_to is not None and pos.line <= text.taken_out_to + 1 for pos, _, _ in self.held)
+
+    def tell(self, reporter) -> None:
+        for pos, code, message in self.held:
+            reporter.error(pos, code, message)
+
+
+class MappedReporter:
+    """A reporter for the repaired text that reports at the same places of the text as written."""
+
+    def __init__(self, reporter: Reporter, text: RepairedText):
+        self.reporter, self.text = reporter, text
+
+    def error(self, pos: Pos, code: int, message: str) -> None:
+        self.reporter.error(self.text.original(pos), code, message)
 
 
 # ---------------------------------------------------------------- errors
@@ -80,21 +148,23 @@ def _check_nesting(reporter: Reporter, tree: lark.Tree) -> None:
         reporter.error(Pos(deepest.meta.line, deepest.meta.column), 2010,
                        f"the program nests more than {MAX_NESTING} levels deep here; split the expression or the "
                        f"blocks into smaller pieces")
-        reporter.check()
 
 
-def _lexical_error(reporter: Reporter, source: SourceFile, e: lark.exceptions.UnexpectedCharacters) -> None:
+def _lexical_error(reporter, source: SourceFile, e: lark.exceptions.UnexpectedCharacters) -> int:
+    """Report the character the lexer stopped at; its code."""
     pos = Pos(e.line, e.column)
     rest = source.text[e.pos_in_stream:]
     if rest.startswith("'"):
         reporter.error(pos, 1002, "unterminated string literal: a string ends with ' on the same line")
-    elif rest.startswith("{") or rest.startswith("(*"):
+        return 1002
+    if rest.startswith("{") or rest.startswith("(*"):
         closer = "}" if rest.startswith("{") else "*)"
         reporter.error(pos, 1003, f"unterminated comment: no closing '{closer}' before the end of the file")
-    else:
-        char = rest[:1]
-        shown = repr(char) if char.isprintable() else f"U+{ord(char):04X}"
-        reporter.error(pos, 1001, f"unexpected character {shown}")
+        return 1003
+    char = rest[:1]
+    shown = repr(char) if char.isprintable() else f"U+{ord(char):04X}"
+    reporter.error(pos, 1001, f"unexpected character {shown}")
+    return 1001
 
 
 _TERMINAL_WORDS = {"NAME": "a name", "INT": "an integer", "FLOAT": "a float", "STRING": "a string",
@@ -130,17 +200,15 @@ def _token_text(token: Token) -> str:
     return f"'{token.value}'"
 
 
-def _previous_token_end(source: SourceFile, offset: int) -> Pos | None:
-    """Where the token before `offset` ends: the place a missing ';' belongs."""
+def _previous_token(source: SourceFile, offset: int) -> Token | None:
+    """The token before `offset`: a missing ';' belongs at its end."""
     last = None
     try:
         for token in _lark().lex(source.text[:offset]):
             last = token
     except lark.exceptions.LarkError:
         return None
-    if last is None:
-        return None
-    return Pos(last.end_line, last.end_column)
+    return last
 
 
 def _end_pos(source: SourceFile) -> Pos:
@@ -184,31 +252,42 @@ def _reported_unclosed_comment(reporter: Reporter, source: SourceFile, before: i
     return True
 
 
-def _syntax_error(reporter: Reporter, source: SourceFile, e: lark.exceptions.UnexpectedToken) -> None:
+def _syntax_error(reporter, source: SourceFile, e: lark.exceptions.UnexpectedToken) -> int:
+    """Report the token the parser could not take; the code it was given."""
     token = e.token
     expected = set(e.expected)
     if _reported_unclosed_comment(reporter, source, token.start_pos):
-        return
+        return 1003
     if token.type == "$END":
         reporter.error(_end_pos(source), 2002, "unexpected end of file" + _expected_text(expected))
-        return
+        return 2002
     pos = Pos(token.line, token.column)
     found = _token_text(token)
     if token.type == "NAME" and token.value.lower() in KEYWORDS and token.value not in KEYWORDS:
         reporter.error(pos, 2004, f"'{token.value}' is not a keyword: keywords are lowercase ('{token.value.lower()}')")
-    elif token.value == "else" and "SEMICOLON" in expected:
+        return 2004
+    if token.value == "else" and "SEMICOLON" in expected:
         reporter.error(pos, 2006, "';' before 'else' ends the if statement; remove the ';'")
-    elif token.value in KEYWORDS and "NAME" in expected:
+        return 2006
+    if token.value in KEYWORDS and "NAME" in expected:
         reporter.error(pos, 2005, f"'{token.value}' is a reserved keyword and cannot be used as a name here")
-    elif token.value == "=" and "':='" in {_describe_terminal(t) for t in expected}:
+        return 2005
+    if token.value == "=" and "':='" in {_describe_terminal(t) for t in expected}:
         reporter.error(pos, 2007, "'=' compares; assignment is ':='")
-    elif "SEMICOLON" in expected and token.type not in ("DOT",):
-        where = _previous_token_end(source, token.start_pos) or pos
+        return 2007
+    if "COLON" in expected and token.type == "NAME" and expected <= {"COLON", "COMMA", "SEMICOLON"}:  # `var x integer`
+        reporter.error(pos, 2003, f"expected ':' before {found}: a declaration gives a name its type after ':'")
+        return 2003
+    before = _previous_token(source, token.start_pos) if "SEMICOLON" in expected else None
+    if "SEMICOLON" in expected and token.type != "DOT" and (before is None or before.type != "SEMICOLON"):
+        where = Pos(before.end_line, before.end_column) if before is not None else pos
         reporter.error(where, 2001, f"expected ';' before {found}")
-    elif "DOT" in expected and len(expected) == 1:
+        return 2001
+    if "DOT" in expected and len(expected) == 1:
         reporter.error(pos, 2009, f"expected '.' after the program's final 'end', found {found}")
-    else:
-        reporter.error(pos, 2003, f"unexpected {found}" + _expected_text(expected))
+        return 2009
+    reporter.error(pos, 2003, f"unexpected {found}" + _expected_text(expected))
+    return 2003
 
 
 # ---------------------------------------------------------------- rules -> AST
@@ -245,6 +324,7 @@ class Builder:
     def _start(self, reporter: Reporter) -> None:
         self.reporter = reporter
         self.too_large: list[ast.IntLit] = []  # 2**63: fine only as -9223372036854775808
+        self.units: set[str] = set()  # the units a qualified name may name: those used so far, and this one
         self._heights.clear()
 
     def _height(self, node) -> int:
@@ -275,9 +355,31 @@ class Builder:
 
     # -- program and declarations
 
-    def start(self, name, *rest):
+    def program(self, name, uses, *rest):
         *sections, body = rest
-        return ast.Program(*_at(name), str(name), _flatten(sections), body)
+        return ast.Program(*_at(name), str(name), _flatten(sections), body, uses=uses or [])
+
+    def unit(self, heading, _interface, interface_uses, *rest):
+        split = next(i for i, item in enumerate(rest) if isinstance(item, Token) and item.type == "IMPLEMENTATION")
+        interface, (implementation_uses, *rest) = rest[:split], rest[split + 1:]
+        *sections, _initialization, initialization, end = rest
+        name, at = heading
+        return ast.Unit(*at, name, interface_uses or [], _flatten(interface), implementation_uses or [],
+                        _flatten(sections), initialization or [], end_line=end.line)
+
+    def unit_heading(self, name):
+        self.units.add(str(name))
+        return str(name), _at(name)
+
+    def uses(self, names):
+        self.units.update(n for n, _ in names)
+        return [ast.Use(*at, name) for name, at in names]
+
+    def procedure_heading(self, name, params):
+        return ast.Heading(*_at(name), "procedure", str(name), params or [], None)
+
+    def function_heading(self, name, params, result):
+        return ast.Heading(*_at(name), "function", str(name), params or [], result)
 
     def const_section(self, *decls):
         return list(decls)
@@ -314,6 +416,9 @@ class Builder:
 
     def named_type(self, name):
         return ast.NamedType(*_at(name), str(name))
+
+    def qualified_type(self, unit, name):
+        return ast.NamedType(*_at(unit), str(name), unit=str(unit))
 
     def shaped_type(self, name, dims, element):
         return ast.ShapedType(*_at(name), str(name), dims, element)
@@ -408,6 +513,8 @@ class Builder:
         return ast.Index(*_at(base), base, indices)
 
     def field(self, base, name):
+        if isinstance(base, ast.Name) and base.unit is None and base.ident in self.units:
+            return ast.Name(base.line, base.col, str(name), unit=base.ident)  # a unit's name, qualified
         return ast.Field(*_at(name), base, str(name))
 
     def call(self, callee, args):

@@ -1,8 +1,9 @@
 """Symbols and scopes: what a name in a Mica program stands for.
 
-The analyzer creates these; the lowering reads them. A program has one global
-scope (constants, types, variables, routines, the predeclared vocabulary) and
-each routine one local scope beneath it.
+The analyzer creates these; the lowering reads them. Each file of a program
+has one global scope (its constants, types, variables and routines), above it
+the interface names of the units it uses, above those the predeclared
+vocabulary; each routine has one local scope beneath its file's.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .types import Type
 class Symbol:
     name: str
     pos: Pos
+    unit: Optional[str] = field(default=None, kw_only=True)  # the unit whose file-level declaration this is
 
 
 @dataclass(eq=False, slots=True)
@@ -79,6 +81,22 @@ class BuiltinSymbol(Symbol):
     """A word of the predeclared vocabulary (WriteLn, Sum, AdamStep, ...)."""
 
 
+@dataclass(eq=False, slots=True)
+class UnitSymbol(Symbol):
+    """A unit a file uses: what its interface declares, and all of its file's names
+    (a private one, named from outside, is refused by name)."""
+
+    exports: dict[str, Symbol]
+    scope: Scope
+
+
+@dataclass(eq=False, slots=True)
+class AmbiguousSymbol(Symbol):
+    """A name that two or more used units declare: it must be qualified."""
+
+    units: list[str]
+
+
 class Scope:
     def __init__(self, parent: Optional[Scope] = None):
         self.parent = parent
@@ -97,3 +115,21 @@ class Scope:
 
     def define(self, symbol: Symbol) -> None:
         self.names[symbol.name] = symbol
+
+
+def uses_scope(units: list[UnitSymbol], parent: Scope) -> Scope:
+    """The names a file sees through its uses clauses: each unit's own name, and every
+    name of the units' interfaces; one that two of them declare is ambiguous."""
+    scope = Scope(parent)
+    for unit in units:
+        for name, symbol in unit.exports.items():
+            earlier = scope.names.get(name)
+            if earlier is None or earlier is symbol:
+                scope.define(symbol)
+            elif isinstance(earlier, AmbiguousSymbol):
+                earlier.units.append(unit.name)
+            else:
+                scope.define(AmbiguousSymbol(name, symbol.pos, [earlier.unit, unit.name]))
+    for unit in units:
+        scope.define(unit)
+    return scope

@@ -53,7 +53,8 @@
 #define EXPORT __attribute__((visibility("default")))
 
 /* The runtime inside wants a program; it never runs. */
-const char mica_source_name[] = "fake libcuda";
+const char *const mica_source_names[] = {"fake libcuda"};
+const int mica_source_count = 1;
 void mica_program(void) {}
 
 #include "ptx_adapters.h"

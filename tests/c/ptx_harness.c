@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char mica_source_name[] = "ptx_harness";
+const char *const mica_source_names[] = {"ptx_harness"};
+const int mica_source_count = 1;
 
 #include "ptx_adapters.h"
 

@@ -25,7 +25,8 @@
 
 /* The harness is a Mica program as the runtime sees one: mica_core.c's main
  * runs mica_program, and the reasons come through the real LastError. */
-const char mica_source_name[] = "regex_check";
+const char *const mica_source_names[] = {"regex_check"};
+const int mica_source_count = 1;
 
 /* Undoes the escapes of one field in place; answers its length. */
 static int64_t unescape(char *field) {

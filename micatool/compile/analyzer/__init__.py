@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 from ...diagnostics import Pos, Reporter, SourceFile
 from .. import ast, ops
 from ..ops.checking import CheckContext
-from ..symbols import BuiltinSymbol, ConstSymbol, RoutineSymbol, Scope, TypeSymbol, VarSymbol
+from ..symbols import (AmbiguousSymbol, BuiltinSymbol, ConstSymbol, RoutineSymbol, Scope, Symbol, TypeSymbol,
+                       UnitSymbol, VarSymbol, uses_scope)
 from ..types import ERROR, FLOAT64, INTEGER, REGEX, SCALARS, STREAM, Record, Type
+from ..units import UnitFile
 from .calls import Calls
 from .declarations import Declarations
 from .expressions import Expressions
@@ -33,11 +35,23 @@ from .type_syntax import TypeSyntax
 
 
 @dataclass
-class Analysis:
-    """The analyzed program: the annotated AST plus the symbols lowering needs."""
+class UnitAnalysis:
+    """A unit as the lowering needs it: its variables and initialization, and the
+    constants its interface declares (a checkpoint records them)."""
 
     source: SourceFile
-    program: ast.Program
+    tree: ast.Unit
+    global_vars: list[VarSymbol]
+    interface_consts: list[ConstSymbol]
+
+
+@dataclass
+class Analysis:
+    """The analyzed program: the annotated AST plus the symbols lowering needs.
+    `program` is a Unit where a unit was checked alone (which nothing lowers)."""
+
+    source: SourceFile
+    program: ast.Program | ast.Unit
     global_vars: list[VarSymbol]
     global_consts: list[ConstSymbol]
     records: list[Record]
@@ -47,11 +61,12 @@ class Analysis:
     bare_statements: list[tuple[ast.CallStmt, ast.Call]] = field(default_factory=list)  # `Report;`
     bare_values: list[tuple[ast.Name, ast.Call]] = field(default_factory=list)  # `t := Clock`
     repeated_first: list[ast.Binary] = field(default_factory=list)  # v + m, v - m: v repeats at every row of m
+    units: list[UnitAnalysis] = field(default_factory=list)  # in the order their initializations run
 
 
-def analyze(source: SourceFile, program: ast.Program) -> Analysis:
-    analyzer = Analyzer(source)
-    analysis = analyzer.program(program)
+def analyze(source: SourceFile, tree: ast.Program | ast.Unit, unit_files: list[UnitFile] = ()) -> Analysis:
+    analyzer = Analyzer(source, tuple(u.source for u in unit_files))
+    analysis = analyzer.analyze(tree, unit_files)
     analyzer.reporter.check()
     return analysis
 
@@ -74,11 +89,15 @@ class Analyzer:
     """The state of one program's analysis: scopes, the routine being checked, what
     the whole-program checks collect; and the parts that check."""
 
-    def __init__(self, source: SourceFile):
+    def __init__(self, source: SourceFile, unit_sources: tuple[SourceFile, ...] = ()):
         self.source = source
-        self.reporter = Reporter(source)
-        self.globals = Scope(predeclared())
+        self.reporter = Reporter(source, unit_sources)
+        self.predeclared = predeclared()
+        self.globals = Scope(self.predeclared)  # the file being checked: its own declarations
         self.scope = self.globals
+        self.unit_name: str | None = None  # the unit being checked, None in the program
+        self.units: dict[str, UnitSymbol] = {}  # every unit checked so far, by name
+        self.visible_units: dict[str, UnitSymbol] = {}  # those the file being checked uses
         self.routine: RoutineSymbol | None = None
         self.tape_depth = 0
         self.loop_depth = 0
@@ -113,13 +132,14 @@ class Analyzer:
         self.reporter.error(pos, code, message)
         return ERROR
 
-    def program(self, program: ast.Program) -> Analysis:
-        for decl in program.decls:
-            self.declarations.declaration(decl, self.globals)
-        for routine in self.routines:
-            self.declarations.routine_body(routine)
-        self.tape_depth = 0
-        self.statements.stmts(program.body)
+    def analyze(self, tree: ast.Program | ast.Unit, unit_files: list[UnitFile]) -> Analysis:
+        """Each unit, after the units it uses; then the given file; then the checks
+        that need every routine of the program."""
+        units = [self.unit(unit) for unit in unit_files]
+        if isinstance(tree, ast.Unit):
+            self.unit(UnitFile(self.source, tree))
+        else:
+            self.program(tree)
         self.declarations.close_over_calls()
         self.places.check_lent_elements()
         self.tasks.check_spawned_routines()
@@ -127,9 +147,97 @@ class Analyzer:
         self.declarations.check_gradient_uses(tape_routines)
         self.declarations.check_untrackings(inside)
         return Analysis(
-            self.source, program, self.global_vars, self.global_consts, self.records, self.routines, tape_routines,
-            self.bare_statements, self.bare_values, self.repeated_first
+            self.source, tree, self.global_vars, self.global_consts, self.records, self.routines, tape_routines,
+            self.bare_statements, self.bare_values, self.repeated_first, units
         )
+
+    def program(self, program: ast.Program) -> None:
+        self.enter_file(program.uses, None)
+        first = len(self.routines)
+        for decl in program.decls:
+            self.declarations.declaration(decl, self.globals)
+        self.routine_bodies(first)
+        self.tape_depth = 0
+        self.statements.stmts(program.body)
+
+    def unit(self, unit: UnitFile) -> UnitAnalysis:
+        """A unit's interface, then its implementation (with the units only that part
+        uses), its bodies and its initialization: then the unit is one other files may use."""
+        tree = unit.tree
+        self.enter_file(tree.interface_uses, tree.name)
+        first = len(self.routines)
+        for decl in tree.interface:
+            self.declarations.declaration(decl, self.globals)
+        exports = dict(self.globals.names)
+        interface_consts = list(self.global_consts)
+        self.visible_units.update((use.name, self.units[use.name]) for use in tree.implementation_uses)
+        self.globals.parent = uses_scope(list(self.visible_units.values()), self.predeclared)
+        for decl in tree.implementation:
+            self.declarations.declaration(decl, self.globals)
+        self.declarations.check_bodies_given(self.routines[first:])
+        self.routine_bodies(first)
+        self.tape_depth = 0
+        self.statements.stmts(tree.initialization)
+        self.units[tree.name] = UnitSymbol(tree.name, tree.pos, exports, self.globals)
+        return UnitAnalysis(unit.source, tree, self.global_vars, interface_consts)
+
+    def enter_file(self, uses: list[ast.Use], unit_name: str | None) -> None:
+        """A file's own scope, beneath the names its uses clause makes visible."""
+        self.unit_name = unit_name
+        self.visible_units = {use.name: self.units[use.name] for use in uses}
+        self.globals = self.scope = Scope(uses_scope(list(self.visible_units.values()), self.predeclared))
+        self.global_vars, self.global_consts = [], []
+
+    def routine_bodies(self, first: int) -> None:
+        """The bodies of the routines the file declares (from routine number `first`)."""
+        for routine in self.routines[first:]:
+            if isinstance(routine.decl, ast.Routine) and routine not in self.declarations.misheaded:
+                self.declarations.routine_body(routine)
+
+    # -- names
+
+    def lookup(self, e: ast.Name | ast.NamedType) -> Symbol | None:
+        """What a name stands for here; a qualified one (`Tokens.Encode`) is looked up in
+        its unit: its interface, or all of it within the unit itself."""
+        ident = e.ident if isinstance(e, ast.Name) else e.name
+        if e.unit is None:
+            return self.scope.lookup(ident)
+        if e.unit == self.unit_name:
+            return self.globals.local(ident)
+        unit = self.visible_units.get(e.unit)
+        return unit.exports.get(ident) if unit is not None else None
+
+    def resolve(self, e: ast.Name | ast.NamedType, what: str = "name") -> Symbol | None:
+        """lookup, or None after saying why the name names nothing one may use here."""
+        symbol = self.lookup(e)
+        ident = e.ident if isinstance(e, ast.Name) else e.name
+        if isinstance(symbol, AmbiguousSymbol):
+            both = " and ".join(f"'{unit}'" for unit in symbol.units)
+            qualified = " or ".join(f"{unit}.{ident}" for unit in symbol.units)
+            self.error(e, 3016, f"'{ident}' is declared by units {both}: write {qualified}")
+            return None
+        if isinstance(symbol, UnitSymbol):
+            self.error(e, 3025, f"'{ident}' is a unit: name one of its declarations, as {ident}.Name")
+            return None
+        if symbol is not None:
+            return symbol
+        if e.unit is None:
+            self.error(e, 3001, f"unknown {what} '{ident}'" + self.suggest(ident))
+        elif e.unit != self.unit_name and e.unit not in self.visible_units:
+            self.error(e, 3018, f"'{e.unit}' is not a unit this file uses: add it to a uses clause")
+        elif e.unit != self.unit_name and ident in self.visible_units[e.unit].scope.names:
+            self.error(e, 3017, f"'{ident}' is private to unit '{e.unit}': only what its interface declares "
+                                f"may be used from other files")
+        else:
+            names = self.visible_units[e.unit].exports if e.unit != self.unit_name else self.globals.names
+            close = difflib.get_close_matches(ident, list(names), 1)
+            self.error(e, 3018, f"unit '{e.unit}' declares no '{ident}'"
+                                + (f"; did you mean '{e.unit}.{close[0]}'?" if close else ""))
+        return None
+
+    def line_of(self, pos: Pos) -> int:
+        """A position's line within its own file (a unit's lines are shifted: units.py)."""
+        return self.reporter.locate(pos, 0, "").pos.line
 
     def suggest(self, name: str) -> str:
         names = []

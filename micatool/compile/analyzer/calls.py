@@ -19,13 +19,13 @@ class Calls:
             self.a.expressions.expr(e.callee)
             return self.a.error(e, 4024, "only a named procedure or function can be called")
         name = e.callee.ident
-        symbol = self.a.scope.lookup(name)
+        symbol = self.a.resolve(e.callee)
         e.callee.symbol = symbol
         e.target = symbol
         if symbol is None:
             for arg in e.args:
                 self.a.expressions.expr(arg.value if isinstance(arg, ast.FormatArg) else arg)
-            return self.a.error(e.callee, 3001, f"unknown name '{name}'" + self.a.suggest(name))
+            return ERROR
         if isinstance(symbol, BuiltinSymbol):
             t = self.builtin_call(e, ops.OPS[name], expected)
         elif isinstance(symbol, RoutineSymbol):

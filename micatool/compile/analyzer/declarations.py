@@ -12,6 +12,7 @@ from .rules import GLOBALS_LIMIT_BYTES, STREAM_ALONE, STREAM_COPIED, not_address
 class Declarations:
     def __init__(self, analyzer):
         self.a = analyzer  # the program's state, and through it the other parts
+        self.misheaded: set[RoutineSymbol] = set()  # bodies under another heading than the interface's: unchecked
 
     def declaration(self, decl: ast.Node, scope: Scope) -> None:
         if isinstance(decl, ast.ConstDecl):
@@ -21,17 +22,23 @@ class Declarations:
             self.define(scope, TypeSymbol(decl.name, decl.pos, t))
         elif isinstance(decl, ast.VarDecl):
             self.var_decl(decl, scope)
-        elif isinstance(decl, ast.Routine):
+        elif isinstance(decl, ast.Routine | ast.Heading):
             self.routine_header(decl)
 
     def define(self, scope: Scope, symbol: Symbol) -> None:
         earlier = scope.local(symbol.name)
         if earlier is not None:
-            self.a.error(symbol.pos, 3002, f"'{symbol.name}' is already declared at line {earlier.pos.line}")
+            self.a.error(symbol.pos, 3002, f"'{symbol.name}' is already declared at line {self.a.line_of(earlier.pos)}")
             return
         if symbol.name == "result" and self.a.routine is not None and self.a.routine.is_function:
             self.a.error(symbol.pos, 3002, "'result' is already declared: it holds the function's value")
             return
+        if symbol.name in self.a.visible_units or symbol.name == self.a.unit_name:
+            self.a.error(symbol.pos, 3020, f"'{symbol.name}' names a unit of this file, so '{symbol.name}.Name' could "
+                                           f"not tell the two apart: choose another name")
+            return
+        if scope is self.a.globals:
+            symbol.unit = self.a.unit_name
         scope.define(symbol)
 
     def const_decl(self, decl: ast.ConstDecl, scope: Scope) -> None:
@@ -53,7 +60,11 @@ class Declarations:
     def var_decl(self, decl: ast.VarDecl, scope: Scope) -> None:
         t = self.a.type_syntax.resolve_type(decl.type)
         is_global = scope is self.a.globals
-        if not is_global and has_tracked(t) and not is_tracked(t):
+        if is_global and self.a.unit_name is not None and has_tracked(t):
+            self.a.error(decl, 5116, f"a unit cannot declare the tracked variable '{decl.names[0]}': tracked "
+                                     f"variables live in the program's var section, where their paths name "
+                                     f"checkpoints; declare it there and pass it to the unit's routines")
+        elif not is_global and has_tracked(t) and not is_tracked(t):
             self.a.error(decl, 5102, f"a variable of type '{t}' holds tracked places and must live in "
                                      "the program's var section")
         if decl.init is not None:
@@ -78,7 +89,11 @@ class Declarations:
                                      f"past the 1 GiB that static storage holds: "
                                      f"make '{name}' a dynamic array or tensor")
 
-    def routine_header(self, decl: ast.Routine) -> None:
+    def routine_header(self, decl: ast.Routine | ast.Heading) -> None:
+        earlier = self.a.globals.local(decl.name)
+        if isinstance(earlier, RoutineSymbol) and isinstance(decl, ast.Routine) and earlier.unit is not None:
+            self.body_of_heading(earlier, decl)
+            return
         routine = RoutineSymbol(decl.name, decl.pos, decl)
         self.define(self.a.globals, routine)
         self.a.routines.append(routine)
@@ -103,6 +118,26 @@ class Declarations:
             routine.result = self.a.type_syntax.resolve_type(decl.result, known_shape_vars=set(shape_vars))
             if routine.result == STREAM:
                 routine.result = self.a.error(decl.result, 5021, STREAM_ALONE.format("a function's result"))
+
+    def body_of_heading(self, routine: RoutineSymbol, decl: ast.Routine) -> None:
+        """An implementation's routine for a heading of the unit's interface: the heading,
+        repeated exactly, and the body."""
+        heading = routine.decl
+        if isinstance(heading, ast.Routine):
+            self.a.error(decl, 3014, f"'{decl.name}' already has a body, at line {self.a.line_of(heading.pos)}")
+        else:
+            if (decl.kind, decl.params, decl.result) != (heading.kind, heading.params, heading.result):
+                self.a.error(decl, 3015, f"this heading of '{decl.name}' differs from the interface's, at line "
+                                         f"{self.a.line_of(heading.pos)}: a body repeats its heading exactly")
+                self.misheaded.add(routine)  # its body is written for another heading: no error of its own
+            routine.decl = decl
+
+    def check_bodies_given(self, routines: list[RoutineSymbol]) -> None:
+        """Every heading of a unit's interface has its body in the implementation."""
+        for routine in routines:
+            if isinstance(routine.decl, ast.Heading):
+                self.a.error(routine.decl, 3013, f"the interface declares {routine.decl.kind} '{routine.name}', "
+                                                 f"and the implementation gives it no body")
 
     def routine_body(self, routine: RoutineSymbol) -> None:
         decl = routine.decl

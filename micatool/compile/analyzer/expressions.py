@@ -70,10 +70,10 @@ class Expressions:
         return self.a.error(e, 4008, "':width:decimals' formats belong in Write and WriteLn arguments")
 
     def expr_Name(self, e: ast.Name, expected):
-        symbol = self.a.scope.lookup(e.ident)
+        symbol = self.a.resolve(e)
         e.symbol = symbol
         if symbol is None:
-            return self.a.error(e, 3001, f"unknown name '{e.ident}'" + self.a.suggest(e.ident))
+            return ERROR
         if isinstance(symbol, ConstSymbol):
             e.folded = symbol.value
             return symbol.type
@@ -85,7 +85,7 @@ class Expressions:
                 self.a.routine.global_uses = self.a.routine.global_uses | {symbol}
             return symbol.type
         if isinstance(symbol, RoutineSymbol | BuiltinSymbol):  # named without parentheses: checked as the call it is
-            call = ast.Call(e.line, e.col, ast.Name(e.line, e.col, e.ident), [])
+            call = ast.Call(e.line, e.col, ast.Name(e.line, e.col, e.ident, unit=e.unit), [])
             self.a.bare_values.append((e, call))
             return self.expr(call, expected)
         if isinstance(symbol, TypeSymbol):

@@ -71,19 +71,7 @@ class Statements:
         self.a.loop_depth -= 1
 
     def stmt_For(self, s: ast.For):
-        symbol = self.a.scope.lookup(s.var.ident)
-        s.var.symbol = symbol
-        if symbol is None:
-            self.a.error(s.var, 3001, f"unknown name '{s.var.ident}'" + self.a.suggest(s.var.ident))
-        elif not isinstance(symbol, VarSymbol) or symbol.by_address:
-            self.a.error(s.var, 5004, f"a for loop runs over a variable of its own; '{s.var.ident}' is not one")
-            symbol = None
-        elif not (isinstance(symbol.type, Scalar) and symbol.type.is_integer):
-            self.a.error(s.var, 4006, f"a for loop's variable must be an integer, '{s.var.ident}' is '{symbol.type}'")
-            symbol = None
-        elif symbol.is_loop_var:
-            self.a.error(s.var, 5003, f"'{s.var.ident}' already counts an enclosing for loop")
-            symbol = None
+        symbol = self.loop_variable(s.var)
         s.var.ty = symbol.type if symbol else ERROR
         for bound in (s.start, s.stop):
             t = self.a.expressions.expr(bound)
@@ -96,6 +84,22 @@ class Statements:
         self.a.tasks.loop(s, lambda: self.loop(s.body))
         if symbol is not None:
             symbol.is_loop_var = False
+
+    def loop_variable(self, var: ast.Name) -> VarSymbol | None:
+        """The variable a for loop counts with, or None after saying why it cannot be."""
+        symbol = self.a.resolve(var)
+        var.symbol = symbol
+        if symbol is None:
+            return None
+        if not isinstance(symbol, VarSymbol) or symbol.by_address:
+            self.a.error(var, 5004, f"a for loop runs over a variable of its own; '{var.ident}' is not one")
+        elif not (isinstance(symbol.type, Scalar) and symbol.type.is_integer):
+            self.a.error(var, 4006, f"a for loop's variable must be an integer, '{var.ident}' is '{symbol.type}'")
+        elif symbol.is_loop_var:
+            self.a.error(var, 5003, f"'{var.ident}' already counts an enclosing for loop")
+        else:
+            return symbol
+        return None
 
     def stmt_Tape(self, s: ast.Tape):
         if self.a.tape_depth > 0:

@@ -94,7 +94,7 @@ class Tasks:
         if not isinstance(call, ast.Call) or not isinstance(call.callee, ast.Name):
             self.a.error(call, 5203, "only a call of a procedure can be spawned")
             return
-        routine = self.a.scope.lookup(call.callee.ident)
+        routine = self.a.lookup(call.callee)
         if isinstance(routine, RoutineSymbol) and routine.is_function:
             self.a.error(call, 5203, f"'{routine.name}' is a function; a task gives its results through "
                                      "'address' parameters of a procedure")
@@ -223,7 +223,7 @@ class Tasks:
             place = ast.place_text(arg.place)
             self.a.error(arg, 5210, f"'{place}' is lent to more than one task of this block, so they may only "
                                     f"Accept on it and read its LocalPort; '{spawned.routine.name}' changes "
-                                    f"its '{param.name}' at line {param.changed_at.line}")
+                                    f"its '{param.name}' at line {self.a.line_of(param.changed_at.pos)}")
 
     def check_global_reads(self, call: ast.Call, routine: RoutineSymbol, lent: dict, mine: set) -> bool:
         """Does the routine (or what it calls) read a global that a task of the block is

@@ -21,9 +21,9 @@ class TypeSyntax:
         if self.a.routine is not None:
             known |= set(self.a.routine.shape_vars)
         if isinstance(t, ast.NamedType):
-            symbol = self.a.scope.lookup(t.name)
+            symbol = self.a.resolve(t, "type")
             if symbol is None:
-                return self.a.error(t, 3001, f"unknown type '{t.name}'" + self.a.suggest(t.name))
+                return ERROR
             if not isinstance(symbol, TypeSymbol):
                 return self.a.error(t, 3003, f"'{t.name}' is not a type")
             return symbol.type
@@ -138,7 +138,7 @@ class TypeSyntax:
         return t
 
     def dimension(self, d: ast.Expr, new_shape_vars, known) -> int | str | None:
-        if isinstance(d, ast.Name):
+        if isinstance(d, ast.Name) and d.unit is None:  # a unit's qualified name can only be a constant
             symbol = self.a.scope.lookup(d.ident)
             if d.ident in known:
                 return d.ident

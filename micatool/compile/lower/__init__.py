@@ -19,7 +19,7 @@ from __future__ import annotations
 from ... import __version__
 from ..analyzer import Analysis
 from ..cprogram import CProgram
-from ..ctypes import CTypes, c_name, c_string_literal
+from ..ctypes import CTypes, c_string_literal, c_symbol
 from ..symbols import RoutineSymbol
 from .function import FunctionLowering
 from .jinja import templates
@@ -45,7 +45,7 @@ class Lowering:
         """The C name of routine for one shape binding, queued for lowering on first use."""
         key = (routine, tuple(sorted(binding.items())), recording)
         if key not in self.instances:
-            name = c_name(routine.name)
+            name = c_symbol(routine)
             if routine.shape_vars:
                 name += "__" + "x".join(str(binding[v]) for v in routine.shape_vars)
             if recording:
@@ -55,6 +55,10 @@ class Lowering:
         return self.instances[key]
 
     def render(self) -> CProgram:
+        for unit in self.analysis.units:
+            prototype, text = FunctionLowering(self, None, {}, recording=False).initialization_text(unit)
+            self.prototypes.append(prototype)
+            self.functions.append(text)
         main = FunctionLowering(self, None, {}, recording=False)
         main_body = main.program_body(self.analysis)
         while self.pending:
@@ -62,8 +66,11 @@ class Lowering:
             prototype, text = FunctionLowering(self, routine, binding, recording).routine_text(name)
             self.prototypes.append(prototype)
             self.functions.append(text)
-        globals_ = [f"{self.types.name(v.type)} {c_name(v.name)}" for v in self.analysis.global_vars]
-        source_name = self.analysis.source.name.rsplit("/", 1)[-1]
+        variables = [v for unit in self.analysis.units for v in unit.global_vars] + self.analysis.global_vars
+        globals_ = [f"{self.types.name(v.type)} {c_symbol(v)}" for v in variables]
+        # traps name a file by its place among the program's (diagnostics.FILE_LINE_BITS)
+        sources = [self.analysis.source] + [unit.source for unit in self.analysis.units]
+        source_names = [source.name.rsplit("/", 1)[-1] for source in sources]
         kernels = tuple(sorted(self.kernels))
         module = ""
         if kernels:
@@ -75,8 +82,9 @@ class Lowering:
             gpu=self.types.uses_gpu,
             ptx_lines=ptx_lines or ['""'],
             version=__version__,
-            source_name=source_name.encode("utf-8", "surrogateescape").decode("utf-8", "replace").replace("*/", "* /"),
-            source_name_c=c_string_literal(source_name),
+            source_name=", ".join(source_names).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            .replace("*/", "* /"),
+            source_names_c=[c_string_literal(name) for name in source_names],
             definitions=self.types.definitions,
             helpers=self.types.helpers,
             globals=globals_,

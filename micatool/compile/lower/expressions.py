@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from ...diagnostics import InternalError
 from .. import ast, ops, shapes
-from ..ctypes import SUFFIX, c_name, c_string_literal
+from ..ctypes import SUFFIX, c_name, c_string_literal, c_symbol
 from ..cvalue import CValue, dtype_of
 from ..ops.conversions import device_conversion, lower_conversion
 from ..ops.lowering import too_deep
@@ -216,7 +216,7 @@ class Expressions:
         raise InternalError(f"cannot lower name {e.ident} -> {symbol}")
 
     def var_text(self, symbol: VarSymbol) -> str:
-        name = c_name(symbol.name)
+        name = c_symbol(symbol)
         if symbol.role == "param" and symbol not in self.f.copied_params and not self.f.tape.holds_node(symbol):
             if symbol.by_address or (passed_by_pointer(symbol.type)):
                 return f"(*{name})"

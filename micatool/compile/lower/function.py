@@ -8,8 +8,8 @@ it, op_context (ops.lowering.LowerContext), as `f`.
 from __future__ import annotations
 
 from .. import ast
-from ..analyzer import Analysis
-from ..ctypes import c_name
+from ..analyzer import Analysis, UnitAnalysis
+from ..ctypes import c_name, c_symbol
 from ..cvalue import CValue
 from ..symbols import RoutineSymbol, VarSymbol
 from ..types import STREAM, Type, needs_drop, plain, storage_bytes, substitute
@@ -51,22 +51,38 @@ class FunctionLowering:
         return self.types.name(self.concrete(t))
 
     def program_body(self, analysis: Analysis) -> str:
+        for unit in analysis.units:  # each after the units it uses
+            self.emit.line(f"{initialization_name(unit)}();")
         for var in analysis.global_vars:
             if var.init is not None:
                 self.initialize(var)
-        self.closing = [v for v in analysis.global_vars if v.type == STREAM]
+        # the program's streams close as it ends, as a routine's do as it returns, then its units'
+        self.closing = [v for unit in reversed(analysis.units) for v in unit.global_vars if v.type == STREAM]
+        self.closing[:0] = [v for v in analysis.global_vars if v.type == STREAM]
         self.statements.stmts(analysis.program.body)
-        # the program's streams close as it ends, as a routine's do as it returns
         if self.uses_done:
             self.emit.line("mica_done:;")
         for var in self.closing:
-            self.emit.line(self.types.drop(var.type, c_name(var.name)))
+            self.emit.line(self.types.drop(var.type, c_symbol(var)))
         return self.emit.render_lines(self.emit.lines)
+
+    def initialization_text(self, unit: UnitAnalysis) -> tuple[str, str]:
+        """A unit's initialization, as a C function the program calls first: its
+        variables' initial values, then its initialization section."""
+        for var in unit.global_vars:
+            if var.init is not None:
+                self.initialize(var)
+        self.statements.stmts(unit.tree.initialization)
+        prototype = f"static void {initialization_name(unit)}(void)"
+        text = templates.get_template("routine.c.j2").render(
+            signature=f"the initialization of unit {unit.tree.name}", prototype=prototype, prologue=[],
+            body=self.emit.render_lines(self.emit.lines), needs_done_label=False, epilogue=[])
+        return prototype, text
 
     def initialize(self, var: VarSymbol) -> None:
         self.statements.at_line(var.init.pos.line)
         with self.emit.statement_scope():
-            target = CValue(c_name(var.name), self.concrete(var.type), lvalue=True)
+            target = CValue(c_symbol(var), self.concrete(var.type), lvalue=True)
             self.statements.store(target, self.exprs.value(var.init, plain(target.type)), var.init.pos.line)
 
     def routine_text(self, name: str) -> tuple[str, str]:
@@ -132,3 +148,7 @@ class FunctionLowering:
         if passed_by_pointer(t):
             return f"const {ct} *{name}"
         return f"{ct} {name}"
+
+
+def initialization_name(unit: UnitAnalysis) -> str:
+    return f"{c_name(unit.tree.name)}__initialization"

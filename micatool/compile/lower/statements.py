@@ -11,12 +11,38 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import ast
-from ..analyzer.rules import is_dynamic_row
+from ..analyzer.rules import children, is_dynamic_row
 from ..ctypes import SUFFIX
 from ..cvalue import CValue
 from ..residency import on_gpu
-from ..types import INTEGER, INTEGER_RANGES, Record, Scalar, Tensor, Tracked, Type, has_tracked, needs_drop, plain
+from ..types import (INTEGER, INTEGER_RANGES, STRING, Record, Scalar, Tensor, Tracked, Type, has_tracked, needs_drop,
+                     plain)
 from .expressions import balanced
+
+
+def appended(s: ast.Assign) -> ast.Expr | None:
+    """What `s := s + a + b` appends to the string place s (`a + b`), or None for
+    any other assignment. Appending grows s where it is, by doubling, where the
+    concatenation would copy all of s: a string built a piece at a time costs
+    O(n), not O(n^2). The place's path must call nothing, since it is then
+    lowered once where it was read and written apart."""
+    if plain(s.target.ty) != STRING:
+        return None
+    pieces, first = [], s.value
+    while isinstance(first, ast.Binary) and first.op == "+":
+        pieces.append(first.right)
+        first = first.left
+    if not pieces or first != s.target or ast.root_name(first).symbol is not ast.root_name(s.target).symbol \
+            or calls_in(s.target):
+        return None
+    rest = pieces.pop()
+    while pieces:  # string concatenation is associative: s + a + b = s + (a + b)
+        rest = ast.Binary(rest.line, rest.col, "+", rest, pieces.pop(), ty=STRING)
+    return rest
+
+
+def calls_in(e: ast.Expr) -> bool:
+    return isinstance(e, ast.Call) or any(calls_in(c) for c in children(e))
 
 
 def bare(text: str) -> str:
@@ -76,9 +102,19 @@ class Statements:
             if is_dynamic_row(s.target):
                 self.store_dynamic_row(s.target, s.value, s.pos.line)
                 return
+            piece = appended(s)
+            if piece is not None:
+                self.append(s.target, piece)
+                return
             value = self.f.exprs.value(s.value, plain(target_type))
             target = self.f.exprs.place(s.target)
             self.store(target, value, s.pos.line)
+
+    def append(self, target: ast.Expr, piece: ast.Expr) -> None:
+        """target := target + piece, the string growing in place (mica_str_append); the
+        piece first, as an assignment's value comes before its place."""
+        text = self.f.exprs.borrow(self.f.exprs.value(piece, STRING)).text
+        self.emit.line(f"mica_str_append(&{self.f.exprs.place(target).text}, {text});")
 
     def copy_through_the_tape(self, target: ast.Expr, value: ast.Expr, t: Type, pos) -> None:
         """a := b for records or arrays holding tracked values, inside a window: part by part,

@@ -35,6 +35,7 @@ from . import (
     reductions,
     regexes,
     rows,
+    sorting,
     streams,
     strings,
     tape,
@@ -43,5 +44,5 @@ from . import (
 
 __all__ = ["OPS", "TAPE", "Op", "TapeRecord", "define", "record_on_tape", "channels", "checkpoints", "elementwise",
            "extents", "images", "library", "linalg", "network", "numbers", "operators", "optimizers", "output",
-           "products", "quantized", "randomness", "reductions", "regexes", "rows", "streams", "strings", "tape",
-           "transfers"]
+           "products", "quantized", "randomness", "reductions", "regexes", "rows", "sorting", "streams", "strings",
+           "tape", "transfers"]

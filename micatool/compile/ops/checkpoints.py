@@ -116,10 +116,13 @@ def compact_json(value) -> str:
 
 def checkpoint_description(analysis, leaves: list[tuple[str, Type, str]]) -> str:
     """The metadata members Save writes after the format and the checksum, as JSON
-    text: the program's name, its const section and each tensor's Mica type, the
-    last two JSON encoded once more, since safetensors metadata values are strings."""
+    text: the program's name, its constants (those its units' interfaces declare,
+    then its own const section, which wins a name both hold) and each tensor's
+    Mica type, the last two JSON encoded once more, since safetensors metadata
+    values are strings."""
+    declared = [c for unit in analysis.units for c in unit.interface_consts] + analysis.global_consts
     consts = {c.name: c.value if not isinstance(c.value, float) or math.isfinite(c.value) else repr(c.value)
-              for c in analysis.global_consts}
+              for c in declared}
     tensors = {path: {"type": str(plain(t)), "tracked": isinstance(t, Tracked)} for path, t, _ in leaves}
     members = compact_json({"program": analysis.program.name, "consts": compact_json(consts),
                             "tensors": compact_json(tensors)})

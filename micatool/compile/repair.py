@@ -1,0 +1,172 @@
+"""Repairs: a copy of a file's text with its syntax errors mended one by one, so
+that lark_parser.py can report each error of a file, not only its first.
+
+Each repair makes the smallest change that lets the parse go past the error,
+so that the next error reported is the file's own and not one the repair
+made: the fix a diagnostic names where it names one (a ';' added at the end
+of a line, ':=' for '=', a keyword's case), else the statement or
+declaration around the error taken out (blanked, so every line keeps its
+number). Text is only ever added at the end of a token; `original` gives,
+for a position in the repaired text, the same place in the text as written.
+"""
+
+from __future__ import annotations
+
+from ..diagnostics import Pos
+from .descent import Token, scan
+
+# Where a statement or declaration begins: after one of these...
+STARTS_AFTER = frozenset([";", "begin", "then", "do", "else", "repeat", "tape", "tasks", "var", "const", "type",
+                          "initialization", "interface", "implementation", "uses"])
+# ... and where it ends: before one of these.
+ENDS_BEFORE = frozenset([";", "end", "else", "until", "begin", "var", "const", "type", "procedure", "function"])
+SECTIONS = ("var", "const", "type")
+
+
+class RepairedText:
+    def __init__(self, text: str):
+        self.text = text
+        self.inserted: dict[int, list[tuple[int, int]]] = {}  # line -> (column, characters added there)
+        self.lines: set[int] = set()  # the lines a repair changed
+        self.taken_out = False  # whether a repair took code out, not only mended it
+        self.taken_out_to: int | None = None  # the last line of the code the latest repair took out
+
+    def made_up(self, line: int, code: int) -> bool:
+        """Might the analyzer's diagnostic be one the repairs made? One on a changed line
+        may; and once code was taken out, one about names (3xxx) or about places and
+        the tape (5xxx) may, since those follow declarations and statements across the
+        program. A type, shape or residency error (4xxx, 6xxx, 7xxx) is its expression's."""
+        return line in self.lines or (self.taken_out and code // 1000 in (3, 5))
+
+    def original(self, pos: Pos) -> Pos:
+        """Where a position of the repaired text stands in the text as written."""
+        shift = sum(count for col, count in self.inserted.get(pos.line, []) if col < pos.col)
+        return Pos(pos.line, pos.col - shift)
+
+    # -- the repairs
+
+    def repair_character(self, offset: int) -> bool:
+        """A character no token begins with (an unterminated string's quote among them):
+        the statement or declaration around it taken out."""
+        self.taken_out_to = None
+        tokens, k = self.tokens_at(offset)
+        if k is None:
+            return False
+        self.take_out(tokens, k)
+        return True
+
+    def repair_token(self, token, code: int) -> bool:
+        """The token lark could not take, mended as its diagnostic's code says."""
+        self.taken_out_to = None
+        tokens, k = self.tokens_at(token.start_pos)
+        if k is None:
+            return False
+        at = tokens[k]
+        if code == 2001 and k > 0 and tokens[k - 1].line < at.line and tokens[k - 1].kind != ";":  # the line's ';'
+            self.insert(tokens[k - 1], ";")
+        elif code == 2004:
+            self.replace(at, at.text.lower())
+        elif code == 2005:
+            self.replace(at, "_" * len(at.text))  # a name as long as the keyword
+        elif code == 2006:
+            while k > 0 and tokens[k - 1].kind == ";":  # every ';' before the else
+                k -= 1
+                self.blank(tokens[k].offset, tokens[k].offset + 1)
+        elif code == 2007:
+            self.replace(at, ":=")
+        elif code == 2009 and at.kind == ";":
+            self.replace(at, ".")
+        else:
+            self.take_out(tokens, k)
+        return True
+
+    def tokens_at(self, offset: int) -> tuple[list[Token], int | None]:
+        """The text's tokens but comments, and the number of the one at offset."""
+        tokens = [t for t in scan(self.text) if t.kind != "comment"]
+        return tokens, next((i for i, t in enumerate(tokens) if t.offset == offset), None)
+
+    def take_out(self, tokens: list[Token], k: int) -> None:
+        """Blank the statement or declaration around tokens[k], or only the parameters
+        of a routine's heading when the error is among them."""
+        start, stop = self.around(tokens, k)
+        self.taken_out = True
+        self.taken_out_to = self.text.count("\n", 0, len(self.text[:stop].rstrip())) + 1
+        self.blank(start, stop)
+
+    def around(self, tokens: list[Token], k: int) -> tuple[int, int]:
+        """The offsets of what take_out blanks."""
+        opening = self.unclosed_bracket(tokens, k)
+        if opening is not None and opening >= 2 and tokens[opening - 2].kind in ("procedure", "function"):
+            close = self.matching(tokens, opening)
+            return tokens[opening + 1].offset, tokens[close].offset
+        start, depth = k, 0  # back to where the statement or declaration begins
+        while start > 0:
+            before = tokens[start - 1]
+            depth += (before.kind in (")", "]")) - (before.kind in ("(", "["))
+            if depth <= 0 and before.kind in STARTS_AFTER:
+                break
+            start -= 1
+        end, depth = k, -depth  # on to where it ends, its brackets closed
+        while end < len(tokens):
+            kind = tokens[end].kind
+            if depth <= 0 and kind in ENDS_BEFORE:
+                break
+            depth += (kind in ("(", "[")) - (kind in (")", "]"))
+            end += 1
+        if end == start:
+            end += 1  # nothing around it: the token alone
+        elif end < len(tokens) and tokens[end].kind == ";":
+            end += 1  # and its ';', so no empty declaration is left
+        stop = tokens[end].offset if end < len(tokens) else len(self.text)
+        if start > 0 and tokens[start - 1].kind in SECTIONS and (end >= len(tokens) or tokens[end].kind != "NAME"):
+            start -= 1  # the section held nothing else
+        return tokens[start].offset, stop
+
+    @staticmethod
+    def unclosed_bracket(tokens: list[Token], k: int) -> int | None:
+        """The '(' or '[' before tokens[k] that is not closed before it, on the way back to a statement's start."""
+        depth = 0
+        for i in range(k - 1, -1, -1):
+            kind = tokens[i].kind
+            if kind in (")", "]"):
+                depth += 1
+            elif kind in ("(", "["):
+                if depth == 0:
+                    return i
+                depth -= 1
+            elif kind in STARTS_AFTER and depth == 0:
+                return None
+        return None
+
+    @staticmethod
+    def matching(tokens: list[Token], opening: int) -> int:
+        depth = 0
+        for i in range(opening, len(tokens)):
+            depth += (tokens[i].kind in ("(", "[")) - (tokens[i].kind in (")", "]"))
+            if depth == 0:
+                return i
+        return len(tokens) - 1
+
+    # -- edits
+
+    def blank(self, start: int, end: int) -> None:
+        """Spaces for the text between start and end, its line breaks kept."""
+        gone = self.text[start:end]
+        first = self.text.count("\n", 0, start) + 1
+        self.lines.update(range(first, first + gone.count("\n") + 1))
+        self.text = self.text[:start] + "".join(c if c == "\n" else " " for c in gone) + self.text[end:]
+
+    def replace(self, token: Token, text: str) -> None:
+        self.lines.add(token.line)
+        if len(text) > len(token.text):
+            self.note_insert(token.line, token.col + len(token.text), len(text) - len(token.text))
+        self.text = self.text[:token.offset] + text + self.text[token.offset + len(token.text):]
+
+    def insert(self, after: Token, text: str) -> None:
+        self.lines.add(after.line)
+        end = after.offset + len(after.text)
+        self.note_insert(after.line, after.col + len(after.text), len(text))
+        self.text = self.text[:end] + text + self.text[end:]
+
+    def note_insert(self, line: int, col: int, count: int) -> None:
+        self.inserted.setdefault(line, []).append((col, count))
