@@ -18,23 +18,8 @@ from ..cvalue import CValue, dtype_of
 from ..ops.conversions import device_conversion, lower_conversion
 from ..ops.lowering import too_deep
 from ..symbols import ConstSymbol, RoutineSymbol, ShapeVarSymbol, TypeSymbol, VarSymbol
-from ..types import (
-    BOOLEAN,
-    FLOAT32,
-    FLOAT64,
-    INTEGER,
-    INTEGER_RANGES,
-    STRING,
-    Array,
-    Record,
-    Scalar,
-    Tensor,
-    Tracked,
-    Type,
-    needs_drop,
-    plain,
-    substitute,
-)
+from ..types import (BOOLEAN, FLOAT32, FLOAT64, INTEGER, INTEGER_RANGES, STRING, Array, Record, Scalar, Tensor, Tracked,
+                     Type, needs_drop, plain, substitute)
 from .device import uses_device
 
 NON_FINITE = {"inf": "__builtin_inf()", "-inf": "(-__builtin_inf())", "nan": '__builtin_nan("")'}

@@ -12,7 +12,7 @@ from ..symbols import RoutineSymbol, TypeSymbol
 from ..types import ERROR, INT32, ErrorType, Scalar, Tensor, element_count, element_of, plain
 from .registry import TapeRecord, define
 from .element_functions import BY_NAME, FUNCTIONS
-from .checking import arity, mixes_dynamic_with_tracked, one_argument, tensor_arg, touch, tracked_if, values
+from .checking import argument_types, mixes_dynamic_with_tracked, one_argument, tensor_arg, touch, tracked_if
 from .lowering import args_of, device_operand, extents, fresh_tensor, node_result, plain_arg, product, recorded, records
 
 def check_elementwise(a, call, expected):
@@ -68,11 +68,10 @@ for _function in FUNCTIONS:
 
 def check_mul(a, call, expected):
     """Mul(a, b): the elementwise product of two tensors of one shape."""
-    if not arity(a, call, 2):
+    types = argument_types(a, call, 2)
+    if types is None:
         return ERROR
-    left, right = values(a, call)
-    if isinstance(left, ErrorType) or isinstance(right, ErrorType):
-        return ERROR
+    left, right = types
     if not (tensor_arg(a, call, call.args[0], left) and tensor_arg(a, call, call.args[1], right)):
         return ERROR
     if mixes_dynamic_with_tracked(a, call, [left, right]):

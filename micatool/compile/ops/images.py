@@ -8,7 +8,7 @@ from ..ctypes import SUFFIX
 from ..cvalue import CValue, dims_literal
 from ..types import ERROR, ErrorType, Tensor, plain
 from .registry import define
-from .checking import arity, records_on_gpu, touch, tracked_if, values, wrong
+from .checking import argument_types, arity, records_on_gpu, touch, tracked_if, wrong
 from .lowering import fresh_tensor, node_result, plain_arg, records
 
 
@@ -22,11 +22,10 @@ def _static_image(a, call, arg, t, ranks) -> bool:
 
 def check_conv2d(a, call, expected):
     """Conv2d(x : [C, H, W] or [B, C, H, W], k : [O, C, KH, KW]): valid, stride 1."""
-    if not arity(a, call, 2):
+    types = argument_types(a, call, 2)
+    if types is None:
         return ERROR
-    x, k = values(a, call)
-    if isinstance(x, ErrorType) or isinstance(k, ErrorType):
-        return ERROR
+    x, k = types
     if not (_static_image(a, call, call.args[0], x, (3, 4)) and _static_image(a, call, call.args[1], k, (4,))):
         return ERROR
     if not residency.check_together(a, call, "Conv2d", call.args, [x, k]):

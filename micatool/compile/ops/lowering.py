@@ -227,6 +227,13 @@ def device_operand(f, call: ast.Call) -> tuple[Tensor, CValue, CValue]:
     return t, x, f.device_temp(t, call.pos.line)
 
 
+def host_operand(f, call: ast.Call) -> tuple[Tensor, str, CValue]:
+    """A host op of one tensor operand: its result type, the C suffix of its
+    element, and the operand's plain value."""
+    t = plain(f.concrete(call.ty))
+    return t, SUFFIX[t.element], plain_arg(f, call.args[0])
+
+
 def plain_arg(f, arg: ast.Expr, t: Type | None = None) -> CValue:
     v = f.untracked(f.value(arg))
     return f.convert(v, t, arg.pos.line) if t is not None else v

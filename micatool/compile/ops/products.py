@@ -12,14 +12,13 @@ from .registry import TapeRecord, define
 from .checking import (
     argument_types,
     last_dim,
+    matrix_argument,
     mixes_dynamic_with_tracked,
-    one_argument,
     records_on_gpu,
     same_extent,
     tensor_arg,
     touch,
     tracked_if,
-    wrong,
 )
 from .lowering import args_of, extents, fresh_tensor, node_result, plain_arg, recorded, records
 
@@ -97,12 +96,10 @@ define("Outer", records=True, check=check_dot, lower=lower_outer, device=device_
 
 
 def check_transpose(a, call, expected):
-    t = one_argument(a, call)
-    if isinstance(t, ErrorType) or not tensor_arg(a, call, call.args[0], t):
+    t = matrix_argument(a, call, "a matrix, or a tensor whose last two dimensions swap")
+    if isinstance(t, ErrorType):
         return ERROR
     p = plain(t)
-    if p.rank < 2:
-        return wrong(a, call, call.args[0], t, "a matrix, or a tensor whose last two dimensions swap")
     a.note_tracked_op(t)
     if p.is_dynamic:
         return Tensor(p.element, None, 2, p.on_gpu)

@@ -8,8 +8,9 @@ from ..ctypes import SUFFIX
 from ..cvalue import CValue
 from ..types import ERROR, ErrorType, Tensor, element_count, element_of, plain
 from .registry import TapeRecord, define
-from .checking import one_argument, tensor_arg, touch, tracked_if, wrong
-from .lowering import device_operand, extents, fresh_tensor, plain_arg, product, recorded, records, rows_cols
+from .checking import matrix_argument, one_argument, tensor_arg, touch, tracked_if
+from .lowering import (device_operand, extents, fresh_tensor, host_operand, plain_arg, product, recorded, records,
+                       rows_cols)
 
 
 def check_reduce(a, call, expected):
@@ -48,23 +49,19 @@ define("Max:reduce", records=True, check=check_reduce, lower=lower_reduce, devic
 
 
 def check_sum_rows(a, call, expected):
-    t = one_argument(a, call)
-    if isinstance(t, ErrorType) or not tensor_arg(a, call, call.args[0], t):
+    t = matrix_argument(a, call, "a matrix (it adds the rows together)")
+    if isinstance(t, ErrorType):
         return ERROR
     p = plain(t)
-    if p.rank < 2:
-        return wrong(a, call, call.args[0], t, "a matrix (it adds the rows together)")
     touch(a, t)
     result = Tensor(p.element, None, 1) if p.is_dynamic else p.with_shape((p.shape[-1],))
     return tracked_if(result, t)
 
 
 def lower_sum_rows(f, call: ast.Call) -> CValue:
-    t = plain(f.concrete(call.ty))
-    s = SUFFIX[t.element]
     if records(f, call):
         return recorded(f, call, "sum_rows")
-    x = plain_arg(f, call.args[0])
+    t, s, x = host_operand(f, call)
     rows, cols = rows_cols(f, x)
     out = fresh_tensor(f, t, None, call.pos.line, [cols])
     f.line(f"mica_sum_rows_{s}({out.text}.e, {f.data(x)}, {rows}, {cols});")

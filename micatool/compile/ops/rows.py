@@ -11,6 +11,7 @@ from ..residency import on_gpu
 from ..types import ERROR, INTEGER, ErrorType, Scalar, Tensor, element_count, element_of, is_tracked, plain
 from .registry import TapeRecord, define
 from .checking import (
+    argument_types,
     arity,
     last_dim,
     mixes_dynamic_with_tracked,
@@ -26,6 +27,7 @@ from .lowering import (
     device_operand,
     extents,
     fresh_tensor,
+    host_operand,
     node_result,
     plain_arg,
     product,
@@ -54,11 +56,9 @@ def check_row_op(a, call, expected):
 
 
 def lower_softmax(f, call: ast.Call) -> CValue:
-    t = plain(f.concrete(call.ty))
-    s = SUFFIX[t.element]
     if records(f, call):
         return recorded(f, call, "softmax")
-    x = plain_arg(f, call.args[0])
+    t, s, x = host_operand(f, call)
     out = fresh_tensor(f, t, x, call.pos.line)
     rows, cols = vector_rows(f, x)
     f.line(f"mica_softmax_{s}({out.text}.e, {f.data(x)}, {rows}, {cols});")
@@ -88,11 +88,9 @@ define("Softmax", records=True, check=check_row_op, lower=lower_softmax, device=
 
 
 def lower_causal_mask(f, call: ast.Call) -> CValue:
-    t = plain(f.concrete(call.ty))
-    s = SUFFIX[t.element]
     if records(f, call):
         return recorded(f, call, "causal_mask")
-    x = plain_arg(f, call.args[0])
+    t, s, x = host_operand(f, call)
     out = fresh_tensor(f, t, x, call.pos.line)
     e = extents(f, x)
     f.line(f"mica_causal_mask_{s}({out.text}.e, {f.data(x)}, {product(e[:-2])}, {e[-2]}, {e[-1]});")
@@ -172,11 +170,10 @@ def integer_data(f, arg: ast.Expr) -> tuple[str, str]:
 
 
 def check_cross_entropy(a, call, expected):
-    if not arity(a, call, 2):
+    types = argument_types(a, call, 2)
+    if types is None:
         return ERROR
-    logits, targets = values(a, call)
-    if isinstance(logits, ErrorType) or isinstance(targets, ErrorType):
-        return ERROR
+    logits, targets = types
     if not tensor_arg(a, call, call.args[0], logits, dynamic_ok=not is_tracked(logits)):
         return ERROR
     lp, tp = plain(logits), plain(targets)
@@ -241,11 +238,10 @@ define("CrossEntropy", records=True, check=check_cross_entropy, lower=lower_cros
 
 
 def check_gather(a, call, expected):
-    if not arity(a, call, 2):
+    types = argument_types(a, call, 2)
+    if types is None:
         return ERROR
-    table, ids = values(a, call)
-    if isinstance(table, ErrorType) or isinstance(ids, ErrorType):
-        return ERROR
+    table, ids = types
     if not tensor_arg(a, call, call.args[0], table, 2, dynamic_ok=not is_tracked(table)):
         return ERROR
     ip = plain(ids)
