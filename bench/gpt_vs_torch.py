@@ -1,6 +1,6 @@
 """The GPT example against the same model in PyTorch, on the CPU, float32.
 
-    python bench/gpt_vs_torch.py [--sizes example,baby,10m] [--steps N] [--repeats R]
+    python bench/gpt_vs_torch.py [--sizes example,baby,10m] [--steps N] [--repeats R] [--dropout P]
 
 For each size (bench/gpt_sizes.py: the example's, nanoGPT's CPU "baby" and
 about 10M parameters):
@@ -15,6 +15,10 @@ about 10M parameters):
    thread start) is left out on both sides. Each side's peak resident memory
    is its child's (GNU time's %M), the largest over the repetitions.
 3. One table of ratios per size: Mica's rate over each PyTorch model's.
+With --dropout P every side trains dropping with chance P where gpt.mica's
+--dropout does (after the embeddings and after each block's two branches);
+the first-step check of 1. stays without it, since each side draws its own
+masks.
 Not a test: the throughput numbers vary with the machine and its load.
 """
 
@@ -56,9 +60,9 @@ TIME = shutil.which("time", path="/usr/bin:/bin") or sys.exit("bench/gpt_vs_torc
 class TorchGpt(torch.nn.Module):
     """examples/gpt/gpt.mica's model, parameter for parameter."""
 
-    def __init__(self, weights: dict[str, torch.Tensor], k: dict[str, int]):
+    def __init__(self, weights: dict[str, torch.Tensor], k: dict[str, int], dropout: float):
         super().__init__()
-        self.k = k
+        self.k, self.dropout = k, dropout
         self.params = torch.nn.ParameterDict({name.replace(".", "_").replace("[", "_").replace("]", ""):
                                               torch.nn.Parameter(value.clone()) for name, value in weights.items()})
 
@@ -67,7 +71,8 @@ class TorchGpt(torch.nn.Module):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         k, p = self.k, self.p
-        x = p("embed.wte")[ids] + p("embed.wpe")
+        drop = lambda y: F.dropout(y, self.dropout, self.training)  # noqa: E731
+        x = drop(p("embed.wte")[ids] + p("embed.wpe"))
         mask = torch.triu(torch.ones(k["T"], k["T"], dtype=torch.bool), 1)
         scale = 1 / k["HS"] ** 0.5
         for block in range(k["L"]):
@@ -78,20 +83,20 @@ class TorchGpt(torch.nn.Module):
                 q, key, value = xn @ p(f"{b}.wq[{h}]"), xn @ p(f"{b}.wk[{h}]"), xn @ p(f"{b}.wv[{h}]")
                 scores = (q @ key.transpose(-1, -2) * scale).masked_fill(mask, float("-inf"))
                 out = out + (scores.softmax(-1) @ value) @ p(f"{b}.wo[{h}]")
-            x = x + out
+            x = x + drop(out)
             xn = F.layer_norm(x, (k["C"],), p(f"{b}.ln2g"), p(f"{b}.ln2b"), eps=1e-5)
-            x = x + F.gelu(xn @ p(f"{b}.w1") + p(f"{b}.b1"), approximate="tanh") @ p(f"{b}.w2") + p(f"{b}.b2")
+            x = x + drop(F.gelu(xn @ p(f"{b}.w1") + p(f"{b}.b1"), approximate="tanh") @ p(f"{b}.w2") + p(f"{b}.b2"))
         return F.layer_norm(x, (k["C"],), p("embed.lnfg"), p("embed.lnfb"), eps=1e-5) @ p("embed.wte").T
 
 
-def torch_model(kind: str, init: Path, k: dict[str, int]):
+def torch_model(kind: str, init: Path, k: dict[str, int], dropout: float):
     """The model and its AdamW, from Mica's initial weights: lr, betas, eps and decay as gpt.mica's."""
     if kind == "nanoGPT":
-        model, optimizer, _, _ = to_torch.load(str(init))
+        model, optimizer, _, _ = to_torch.load(str(init), dropout)
         return model, optimizer
     weights = {name: value for name, value in load_file(str(init)).items()
                if name.startswith(("embed.", "twins[")) and value.dtype == torch.float32}
-    model = TorchGpt(weights, k)
+    model = TorchGpt(weights, k, dropout)
     decayed = [p for p in model.params.values() if p.dim() == 2]
     plain = [p for p in model.params.values() if p.dim() < 2]
     optimizer = torch.optim.AdamW([{"params": decayed, "weight_decay": 0.01}, {"params": plain, "weight_decay": 0.0}],
@@ -109,10 +114,10 @@ def loss_of(model, xs: torch.Tensor, ys: torch.Tensor, k: dict[str, int]) -> tor
     return F.cross_entropy(model(xs).reshape(-1, k["V"]), ys.reshape(-1))
 
 
-def torch_child(kind: str, program: Path, init: Path, steps: int) -> None:
+def torch_child(kind: str, program: Path, init: Path, steps: int, dropout: float) -> None:
     """The PyTorch side of one measurement, in its own process: prints tokens/s of steps 2..steps+1."""
     k = constants(program)
-    model, optimizer = torch_model(kind, init, k)
+    model, optimizer = torch_model(kind, init, k, dropout)
     ids = corpus_ids()
     batches = [batch(ids, k, s) for s in range(1, steps + 2)]
     elapsed = 0.0
@@ -154,7 +159,7 @@ def check_losses(binary: Path, program: Path, init: Path, k: dict[str, int]) -> 
     mica = loss_rows(run_child([str(binary), "--corpus", str(CORPUS), "--until", "1"], 1)[0])[0][1]
     xs, ys = batch(corpus_ids(), k, 1)
     for kind in MODELS:
-        model, _ = torch_model(kind, init, k)
+        model, _ = torch_model(kind, init, k, 0.0)
         with torch.no_grad():
             theirs = loss_of(model, xs, ys, k).item()
         relative = abs(theirs - mica) / abs(theirs)
@@ -162,7 +167,7 @@ def check_losses(binary: Path, program: Path, init: Path, k: dict[str, int]) -> 
               f" ({'agree' if relative <= 1e-5 else 'DISAGREE'} to 1e-5)")
 
 
-def bench_size(size: str, steps: int, repeats: int, work: Path) -> None:
+def bench_size(size: str, steps: int, repeats: int, dropout: float, work: Path) -> None:
     program = sized(size, **AFFORDABLE)
     k = constants(program)
     binary = cached_build(compile_program(load_source(str(program))), targets.native(), "fast")
@@ -170,7 +175,7 @@ def bench_size(size: str, steps: int, repeats: int, work: Path) -> None:
     run_child([str(binary), "--corpus", str(CORPUS), "--until", "0", "--save", str(init)], 1)
     params = sum(v.numel() for n, v in load_file(str(init)).items() if n.startswith(("embed.", "twins[")))
     print(f"\n{size}: L{k['L']} H{k['H']} C{k['C']} T{k['T']} B{k['B']}, {params / 1e6:.2f}M parameters;"
-          f" {steps} steps measured after the first, best of {repeats}")
+          f" {steps} steps measured after the first, best of {repeats}, dropout {dropout}")
     check_losses(binary, program, init, k)
     tokens = k["B"] * k["T"]
     rates: dict[tuple[str, int], float] = {}
@@ -179,11 +184,12 @@ def bench_size(size: str, steps: int, repeats: int, work: Path) -> None:
         for threads in (1, 2):
             for side in ("mica", *MODELS):
                 if side == "mica":
-                    out, peak = run_child([str(binary), "--corpus", str(CORPUS), "--steps", str(steps + 1)], threads)
+                    out, peak = run_child([str(binary), "--corpus", str(CORPUS), "--steps", str(steps + 1),
+                                           "--dropout", str(dropout)], threads)
                     rate = mica_rate(out, tokens)
                 else:
                     out, peak = run_child([sys.executable, __file__, "--child", side, str(program), str(init),
-                                           str(steps)], threads)
+                                           str(steps), str(dropout)], threads)
                     rate = float(out)
                 rates[side, threads] = max(rates.get((side, threads), 0.0), rate)
                 rss[side] = max(rss.get(side, 0), peak)
@@ -200,19 +206,20 @@ def bench_size(size: str, steps: int, repeats: int, work: Path) -> None:
 
 def main() -> None:
     if sys.argv[1:2] == ["--child"]:
-        kind, program, init, steps = sys.argv[2:]
+        kind, program, init, steps, dropout = sys.argv[2:]
         torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
-        torch_child(kind, Path(program), Path(init), int(steps))
+        torch_child(kind, Path(program), Path(init), int(steps), float(dropout))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="example,baby,10m", help=f"comma-separated, of {', '.join(SIZES)}")
     parser.add_argument("--steps", type=int, help="measured steps per run (default: per size, %s)" % STEPS)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--dropout", type=float, default=0.0, help="the chance an activation is dropped in training")
     args = parser.parse_args()
     print(f"CPU: {cpu_model()}; {os.cpu_count()} cores; torch {torch.__version__}")
     with tempfile.TemporaryDirectory() as work:
         for size in args.sizes.split(","):
-            bench_size(size, args.steps or STEPS.get(size, 10), args.repeats, Path(work))
+            bench_size(size, args.steps or STEPS.get(size, 10), args.repeats, args.dropout, Path(work))
 
 
 if __name__ == "__main__":

@@ -66,19 +66,12 @@ static double input(const char *name) {
         free(x), free(y);                                                                        \
     }
 #define BOTH(F) BENCH(F, f32, float) BENCH(F, f64, double)
-BOTH(exp)
-BOTH(log)
-BOTH(tanh)
-BOTH(sigmoid)
-BOTH(gelu)
-BOTH(gelu_grad)
-BOTH(silu)
-BOTH(silu_grad)
+MICA_MATH_ARRAY_FUNCTIONS(BOTH) /* every function with an array form (mica_element_functions.h) */
 
 int main(int argc, char **argv) {
     int64_t n = argc > 1 ? atoll(argv[1]) : 4096;
     printf("# isa %s n %lld\n", mica_math_array_isa(), (long long)n);
 #define RUN(F) bench_##F##_f32(n), bench_##F##_f64(n);
-    RUN(exp) RUN(log) RUN(tanh) RUN(sigmoid) RUN(gelu) RUN(gelu_grad) RUN(silu) RUN(silu_grad)
+    MICA_MATH_ARRAY_FUNCTIONS(RUN)
     return 0;
 }

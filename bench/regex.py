@@ -28,8 +28,8 @@ from pathlib import Path
 from int8_gemm import cpu_model
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ["tests/c/regex_check.c", "runtime_c/mica_core.c", "runtime_c/mica_print.c", "runtime_c/mica_string.c",
-           "runtime_c/mica_regex.c", "-lpthread"]
+SOURCES = ["tests/c/regex_check.c", "runtime_c/mica_core.c", "runtime_c/mica_output.c", "runtime_c/mica_print.c",
+           "runtime_c/mica_string.c", "runtime_c/mica_regex.c", "-lpthread"]
 LONG = 100_000
 
 

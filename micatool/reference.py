@@ -2,10 +2,12 @@
 
 `Generator` draws the numbers a Mica program draws after `Seed(s)`, as
 docs/language.md documents them (SplitMix64 of the seed and a counter), so a
-Python script can rebuild the batches or data a Mica program used.
+Python script can rebuild the batches, data or dropout masks a Mica program used.
 """
 
 from __future__ import annotations
+
+import math
 
 GAMMA = 0x9E3779B97F4A7C15
 MASK = 2**64 - 1
@@ -18,7 +20,7 @@ def mix(z: int) -> int:
 
 
 class Generator:
-    """Mica's generator after Seed(seed): Uniform and RandomInt, bit for bit."""
+    """Mica's generator after Seed(seed): Uniform, RandomInt and Dropout's masks, bit for bit."""
 
     def __init__(self, seed: int):
         self.key = mix((seed + GAMMA) & MASK)
@@ -41,3 +43,9 @@ class Generator:
                 m = self.draw() * n
                 low = m & MASK
         return m >> 64
+
+    def dropout_mask(self, n: int, p: float) -> list[bool]:
+        """Dropout(x, p)'s verdicts on n elements, one draw each: kept when the draw's
+        top 53 bits reach ceil(p * 2^53), so with probability 1 - p."""
+        threshold = math.ceil(p * 2**53)
+        return [self.draw() >> 11 >= threshold for _ in range(n)]

@@ -256,7 +256,7 @@ typedef struct mica_stream mica_stream;
 struct mica_stream {
     void (*put)(mica_stream *to, const char *data, size_t size);
 };
-extern mica_stream mica_output; /* the program's output buffer (mica_print.c) */
+extern mica_stream mica_output; /* the program's output buffer (mica_output.c) */
 mica_stream *mica_input(void);
 mica_stream *mica_error_output(void);
 bool mica_open_read(mica_string path, mica_stream **f);
@@ -332,11 +332,17 @@ void mica_write_u8s(mica_stream *to, const uint8_t *x, int64_t n, int64_t width)
 void mica_write_f64s(mica_stream *to, const double *x, int64_t n, int64_t width, int64_t decimals);
 void mica_write_f32s(mica_stream *to, const float *x, int64_t n, int64_t width, int64_t decimals);
 void mica_writeln(mica_stream *to); /* flushes Output too when stdout is a terminal */
-void mica_flush(void);             /* Output's bytes out; a stdout that refuses them traps */
-void mica_flush_before_trap(void); /* the same for a trap, which says its own reason */
+/* The output buffer (mica_output.c), which calls nothing of the runtime. */
+void mica_flush_before_trap(void); /* Output's bytes out (dropped once stdout has refused one); never traps */
+int mica_output_lost(void);        /* the errno of the write stdout refused, or 0 */
+void mica_output_line_end(void);   /* after WriteLn's newline on Output */
 void mica_output_by_lines(void); /* on a task's thread: its lines join the output whole */
 void mica_start_output(void); /* on the program's thread: terminal or not, and the stop signals' handler */
 void mica_end_output(void);   /* on the program's thread, once it has run */
+/* A stdout that refused a write ends the program, as it ends cat (mica_core.c,
+ * since the trap is the core's). */
+void mica_flush(void);               /* Output's bytes out; a stdout that refuses them traps */
+void mica_trap_if_output_lost(void); /* the trap, once a write to stdout has failed */
 
 /* ------------------------------------------------------------ Sort (mica_sort.c) */
 
@@ -555,6 +561,7 @@ mica_node *mica_gt_bmm(mica_node *a, mica_node *b, int64_t batch, int64_t m, int
                        const int64_t *dims, int line);
 mica_node *mica_gt_transpose(mica_node *a, int line);
 mica_node *mica_gt_each(const char *forward, const char *backward, mica_node *a, int line);
+mica_node *mica_gt_dropout(mica_node *a, double p, int line);
 mica_node *mica_gt_sum(mica_node *a, int line);
 mica_node *mica_gt_mean(mica_node *a, int line);
 mica_node *mica_gt_max(mica_node *a, int line);

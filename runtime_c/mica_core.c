@@ -1,5 +1,8 @@
 /* mica_core.c: program start, traps, memory, arguments and the clock.
  *
+ * With mica_output.c, the bottom of the runtime: it calls nothing else of it
+ * but the output buffer, which a trap or Halt flushes before it speaks.
+ *
  * main() runs the generated mica_program() on a thread with a large stack:
  * static tensors are C values, so a program's temporaries live on the stack
  * and a GPT's activations need far more than the default 8 MiB.
@@ -69,6 +72,17 @@ _Noreturn void mica_trapf(int line, const char *format, ...) {
     vsnprintf(message, sizeof message, format, args);
     va_end(args);
     mica_trap(line, message);
+}
+
+/* Called holding no lock of the output's, since the trap flushes (and drops) what is left. */
+void mica_trap_if_output_lost(void) {
+    int error = mica_output_lost();
+    if (error != 0) mica_trapf(0, "cannot write standard output: %s", strerror(error));
+}
+
+void mica_flush(void) {
+    mica_flush_before_trap();
+    mica_trap_if_output_lost();
 }
 
 static _Thread_local char last_error[1024];
@@ -147,6 +161,15 @@ void *mica_resize(void *data, int64_t old_count, int64_t new_count, size_t size,
     return fresh;
 }
 
+/* A string of len bytes (NUL-terminated): here beside the allocator, as the
+ * one way strings are made, so that the traps' and the arguments' strings
+ * need nothing of mica_string.c. */
+mica_string mica_str_lit(const char *bytes, int64_t len) {
+    mica_string s = {len, mica_alloc((size_t)len + 1, 0)};
+    if (len) memcpy(s.data, bytes, (size_t)len);
+    return s;
+}
+
 int64_t mica_param_count(void) {
     return program_argc - 1;
 }
@@ -218,6 +241,7 @@ static void *run_program(void *unused) {
     mica_watch_the_stack();
     mica_start_output();
     mica_program();
+    mica_flush(); /* a stdout that refused the last of the output traps, before the end */
     mica_end_output(); /* here, where a stop signal can still find the buffer's thread */
     return NULL;
 }

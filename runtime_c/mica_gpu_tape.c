@@ -357,6 +357,25 @@ mica_node *mica_gt_each(const char *forward, const char *backward, mica_node *a,
     return out;
 }
 
+/* ---------------------------------------------------------------- dropout */
+
+/* The node keeps its mask (mica_dropout_mask_keep); the backward draws the verdicts again. */
+static void dropout_back(mica_node *out) {
+    mica_node *a = out->in[0];
+    mica_dropout_mask m = mica_dropout_mask_of(out);
+    LAUNCH("mica_dropout_back", out->dtype, out->count, out->line, DG(a), DG(out), (int64_t)m.key, (int64_t)m.first,
+           (int64_t)m.threshold, m.scale, (int64_t)out->count);
+}
+
+mica_node *mica_gt_dropout(mica_node *a, double p, int line) {
+    mica_node *out = like(a, "Dropout", dropout_back, NULL, NULL, line);
+    mica_dropout_mask m = mica_dropout_mask_new(out->count, p, line);
+    mica_dropout_mask_keep(out, &m);
+    LAUNCH("mica_dropout", a->dtype, out->count, line, DP(out), DP(a), (int64_t)m.key, (int64_t)m.first,
+           (int64_t)m.threshold, m.scale, (int64_t)out->count);
+    return out;
+}
+
 /* ---------------------------------------------------------------- reductions */
 
 static void whole_back(mica_node *out) {  // Sum and Mean: every element gets g (over n, for Mean)

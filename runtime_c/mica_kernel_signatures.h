@@ -12,6 +12,8 @@
 #ifndef MICA_KERNEL_SIGNATURES_H
 #define MICA_KERNEL_SIGNATURES_H
 
+#include "mica_element_functions.h"
+
 static const struct {
     const char *base, *f32, *f64;
 } mica_kernel_signatures[] = {
@@ -30,28 +32,8 @@ static const struct {
     {"mica_neg",                     "ppi", "ppi"},
     {"mica_add_rows",                "pppii", "pppii"},
     {"mica_sub_rows",                "pppii", "pppii"},
-    {"mica_each_exp",                "ppi", "ppi"},
-    {"mica_each_log",                "ppi", "ppi"},
-    {"mica_each_tanh",               "ppi", "ppi"},
-    {"mica_each_sigmoid",            "ppi", "ppi"},
-    {"mica_each_gelu",               "ppi", "ppi"},
-    {"mica_each_silu",               "ppi", "ppi"},
-    {"mica_each_sin",                "ppi", "ppi"},
-    {"mica_each_cos",                "ppi", "ppi"},
-    {"mica_each_sqrt",               "ppi", "ppi"},
-    {"mica_each_relu",               "ppi", "ppi"},
-    {"mica_each_abs",                "ppi", "ppi"},
-    {"mica_exp_back",                "ppppi", "ppppi"},
-    {"mica_log_back",                "ppppi", "ppppi"},
-    {"mica_tanh_back",               "ppppi", "ppppi"},
-    {"mica_sigmoid_back",            "ppppi", "ppppi"},
-    {"mica_gelu_back",               "ppppi", "ppppi"},
-    {"mica_silu_back",               "ppppi", "ppppi"},
-    {"mica_sin_back",                "ppppi", "ppppi"},
-    {"mica_cos_back",                "ppppi", "ppppi"},
-    {"mica_sqrt_back",               "ppppi", "ppppi"},
-    {"mica_relu_back",               "ppppi", "ppppi"},
-    {"mica_abs_back",                "ppppi", "ppppi"},
+    {"mica_dropout",                 "ppiiifi", "ppiiidi"},
+    {"mica_dropout_back",            "ppiiifi", "ppiiidi"},
     {"mica_convert_f32",             NULL, "ppi"},
     {"mica_transpose",               "ppiii", "ppiii"},
     {"mica_causal_mask",             "ppiii", "ppiii"},
@@ -104,6 +86,10 @@ static const struct {
     {"mica_quantize_u8",             "pppifi", "pppidi"},
     {"mica_dequantize_u8",           "ppifi", "ppidi"},
     {"mica_quantize_rows_i8",        "ppppii", "ppppii"},
+/* every elementwise function's forward and backward kernels */
+#define MICA_EACH_SIGNATURES(F) {"mica_each_" #F, "ppi", "ppi"}, {"mica_" #F "_back", "ppppi", "ppppi"},
+    MICA_ELEMENT_FUNCTIONS(MICA_EACH_SIGNATURES)
+#undef MICA_EACH_SIGNATURES
 };
 
 #endif

@@ -36,8 +36,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#define MICA_MATH_ARRAY_FUNCTIONS(X) X(exp) X(log) X(tanh) X(sigmoid) X(gelu) X(gelu_grad) X(silu) X(silu_grad)
-
 // V(name): name in the instruction set being compiled (VNAME).
 #define VCAT2(x, y) x##_##y
 #define VCAT(x, y) VCAT2(x, y)
@@ -97,11 +95,12 @@ MICA_MATH_ARRAY_FUNCTIONS(MICA_MATH_ARRAY_BOTH)
 #undef MICA_MATH_ARRAY_BOTH
 #undef MICA_MATH_ARRAY_DEFINE
 
-#define MICA_GELU_BOTH_DEFINE(S, T)                                                 \
-    void mica_gelu_both_array_##S(T *out, T *grad, const T *x, int64_t n) {         \
-        static void (*const by_level[])(T *, T *, const T *, int64_t) = BY_LEVEL(gelu_both_array_##S); \
+#define MICA_MATH_BOTH_DEFINE(F, S, T)                                              \
+    void mica_##F##_both_array_##S(T *out, T *grad, const T *x, int64_t n) {        \
+        static void (*const by_level[])(T *, T *, const T *, int64_t) = BY_LEVEL(F##_both_array_##S); \
         by_level[math_array_level()](out, grad, x, n);                              \
     }
-MICA_GELU_BOTH_DEFINE(f64, double)
-MICA_GELU_BOTH_DEFINE(f32, float)
-#undef MICA_GELU_BOTH_DEFINE
+#define MICA_MATH_BOTH_OF(F) MICA_MATH_BOTH_DEFINE(F, f64, double) MICA_MATH_BOTH_DEFINE(F, f32, float)
+MICA_MATH_BOTH_FUNCTIONS(MICA_MATH_BOTH_OF)
+#undef MICA_MATH_BOTH_OF
+#undef MICA_MATH_BOTH_DEFINE

@@ -2,7 +2,8 @@
  *
  *     mica_F_array_S(out, x, n):   out[i] = mica_F_S(x[i]) for 0 <= i < n
  *
- * bit for bit, for every input (nan, infinities, zeros, subnormals, the
+ * for each F of MICA_MATH_ARRAY_FUNCTIONS (mica_element_functions.h, from the
+ * table of elementwise functions), bit for bit, for every input (nan, infinities, zeros, subnormals, the
  * saturation and underflow edges included), on every instruction set, at
  * every optimisation level and on both architectures: each vector lane
  * performs exactly the scalar function's IEEE operations, in its order,
@@ -18,23 +19,21 @@
 
 #include <stdint.h>
 
+#include "mica_element_functions.h"
+
 #define MICA_MATH_ARRAY_DECLARE(F)                                                  \
     void mica_##F##_array_f64(double *out, const double *x, int64_t n);            \
     void mica_##F##_array_f32(float *out, const float *x, int64_t n);
-MICA_MATH_ARRAY_DECLARE(exp)
-MICA_MATH_ARRAY_DECLARE(log)
-MICA_MATH_ARRAY_DECLARE(tanh)
-MICA_MATH_ARRAY_DECLARE(sigmoid)
-MICA_MATH_ARRAY_DECLARE(gelu)
-MICA_MATH_ARRAY_DECLARE(gelu_grad)
-MICA_MATH_ARRAY_DECLARE(silu)
-MICA_MATH_ARRAY_DECLARE(silu_grad)
+MICA_MATH_ARRAY_FUNCTIONS(MICA_MATH_ARRAY_DECLARE)
 #undef MICA_MATH_ARRAY_DECLARE
 
-/* out[i] = mica_gelu_S(x[i]) and grad[i] = mica_gelu_grad_S(x[i]) in one pass
- * (the two share their work); out or grad may be x, and must not overlap each other. */
-void mica_gelu_both_array_f64(double *out, double *grad, const double *x, int64_t n);
-void mica_gelu_both_array_f32(float *out, float *grad, const float *x, int64_t n);
+/* out[i] = mica_F_S(x[i]) and grad[i] = mica_F_grad_S(x[i]) in one pass (the
+ * two share their work); out or grad may be x, and must not overlap each other. */
+#define MICA_MATH_BOTH_DECLARE(F)                                                   \
+    void mica_##F##_both_array_f64(double *out, double *grad, const double *x, int64_t n); \
+    void mica_##F##_both_array_f32(float *out, float *grad, const float *x, int64_t n);
+MICA_MATH_BOTH_FUNCTIONS(MICA_MATH_BOTH_DECLARE)
+#undef MICA_MATH_BOTH_DECLARE
 
 /* The instruction set the array forms run on: "sse2", "avx2", "avx512", "neon". */
 const char *mica_math_array_isa(void);

@@ -2,7 +2,10 @@
  *
  * Internal, not a public header. The scalar functions (mica_math.inc) and
  * their array forms (mica_math_array.inc) must use the same constants to give
- * the same bits, so both take them from here; nothing else belongs here.
+ * the same bits, so both take them from here: the constants several functions
+ * share and the polynomials are below, and each function's other constants
+ * come from its row of the table of elementwise functions
+ * (mica_element_functions.h, included at the end); nothing else belongs here.
  * Each comes in a pair, NAME_F64 and NAME_F32, which code written once for
  * both types names K(NAME) (mica_per_float.h). docs/math.md lists them with
  * their bit patterns (for PTX literals), and tools/fit_math.py regenerates
@@ -71,13 +74,6 @@ static const float EXP_P_F32[] = {
     0x1.55551ep-3f, -0x1.6aa4dcp-9f,
 };
 
-/* exp(x) is +inf above EXP_OVERFLOW (exp(709.79) is past DBL_MAX) and +0
- * below EXP_UNDERFLOW (half the least subnormal). */
-#define EXP_OVERFLOW_F64 710.0
-#define EXP_UNDERFLOW_F64 -746.0
-#define EXP_OVERFLOW_F32 89.0f
-#define EXP_UNDERFLOW_F32 -104.0f
-
 /* ------------------------------------------------------------ log */
 
 #define SQRT2_F64 0x1.6a09e667f3bcdp+0
@@ -100,14 +96,6 @@ static const float LOG_L_F32[] = {
 
 /* ------------------------------------------------------------ tanh */
 
-/* |x| below TINY: tanh x = x; below SMALL: the polynomial; above ONE: +-1. */
-#define TANH_TINY_F64 0x1p-27
-#define TANH_SMALL_F64 0.55
-#define TANH_ONE_F64 22.0
-#define TANH_TINY_F32 0x1p-12f
-#define TANH_SMALL_F32 0.55f
-#define TANH_ONE_F32 10.0f
-
 /* tanh(a) = a + a^3*P(a^2) */
 static const double TANH_P_F64[] = {
     -0x1.555555555554fp-2, 0x1.111111111079fp-3, -0x1.ba1ba1b97d88dp-5, 0x1.664f485970a04p-6,
@@ -118,7 +106,7 @@ static const float TANH_P_F32[] = {
     -0x1.55554ap-2f, 0x1.110d26p-3f, -0x1.b9287ap-5f, 0x1.593d06p-6f, -0x1.9b3046p-8f,
 };
 
-/* ------------------------------------------------------------ sigmoid, gelu, silu */
+/* ------------------------------------------------------------ sigmoid, double-length products */
 
 /* sigmoid_parts: below this, e = exp(a) is 0 even after a caller's factor. */
 #define SIGMOID_ZERO_F64 -760.0
@@ -128,34 +116,8 @@ static const float TANH_P_F32[] = {
 #define SPLIT_F64 134217729.0
 #define SPLIT_F32 4097.0f
 
-/* gelu(x) = x*sigmoid(v), v = K*(x + C*x^3), each constant as hi + lo. */
-#define GELU_K_HI_F64 0x1.9884533d43651p+0
-#define GELU_K_LO_F64 -0x1.cbc0d30ebfd15p-54
-#define GELU_C_HI_F64 0x1.6e4e26d4801f7p-5
-#define GELU_C_LO_F64 0x1.441355475a31ap-59
-#define GELU_K3_F64 0x1.b6676bf7450fp-3 /* 3*K*C, for the derivative */
-#define GELU_K_HI_F32 0x1.988454p+0f
-#define GELU_K_LO_F32 -0x1.857936p-25f
-#define GELU_C_HI_F32 0x1.6e4e26p-5f
-#define GELU_C_LO_F32 0x1.a9003ep-30f
-#define GELU_K3_F32 0x1.b6676cp-3f
-
-/* gelu: x above ONE answers x (gelu_grad 1); below ZERO -0 (gelu_grad +0). */
-#define GELU_ONE_F64 10.0
-#define GELU_ZERO_F64 -25.0
-#define GELU_ONE_F32 10.0f
-#define GELU_ZERO_F32 -12.0f
-/* Below this |x| the array forms keep gelu's exact products on Dekker's
- * path: C*x^3's exponent, -5 + 3*log2|x|, must be at least EMIN + 23
- * (float) or EMIN + 52 (double) for an fma to give Dekker's error; the
- * bound leaves a wide margin (-95 > -103 and -905 > -970). */
-#define GELU_FUSED_TINY_F64 0x1p-300
-#define GELU_FUSED_TINY_F32 0x1p-30f
-
-/* silu and silu_grad: below ZERO -0; silu_grad above ONE answers 1. */
-#define SILU_ZERO_F64 -800.0
-#define SILU_GRAD_ONE_F64 50.0
-#define SILU_ZERO_F32 -110.0f
-#define SILU_GRAD_ONE_F32 25.0f
+/* Each function's own constants. */
+#define MICA_MATH_CONSTANTS
+#include "mica_element_functions.h"
 
 #endif /* MICA_MATH_CONSTS_H */

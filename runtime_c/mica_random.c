@@ -8,6 +8,9 @@
  *     (0, 1) and u2 in [0, 1): z = sqrt(-2 log u1) * cos(2 pi u2), computed in
  *     float64 with Mica's own log and the cosine below; x = mean + std * z.
  *   RandomInt(n): Lemire's multiply-and-reject, uniform on 0..n-1.
+ *   Dropout(x, p) of n elements: the next n draws, one per element in
+ *     order, element i kept when (bits >> 11) >= ceil(p * 2^53) (mica_ops.h's
+ *     mica_dropout_keeps), so with probability 1 - p.
  * float32 tensors take the float64 values rounded to float32.
  * Each thread has its own generator. Task number k (from 0, in spawn order) of
  * a tasks block starts with key mix(key ^ mix(counter + (k + 1) * GAMMA)) and
@@ -16,25 +19,17 @@
  */
 #include "mica.h"
 
-#define GAMMA 0x9E3779B97F4A7C15ull
-
-static uint64_t mix(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 static _Thread_local mica_random_state rng;
 
 void mica_seed(int64_t seed) {
-    rng.key = mix((uint64_t)seed + GAMMA);
+    rng.key = mica_mix((uint64_t)seed + MICA_GAMMA);
     rng.counter = 0;
     rng.seeded = true;
 }
 
 mica_random_state mica_random_fork(uint64_t task) {
     if (!rng.seeded) mica_seed(0);
-    mica_random_state child = {mix(rng.key ^ mix(rng.counter + (task + 1) * GAMMA)), 0, true};
+    mica_random_state child = {mica_mix(rng.key ^ mica_mix(rng.counter + (task + 1) * MICA_GAMMA)), 0, true};
     return child;
 }
 
@@ -44,7 +39,7 @@ void mica_random_adopt(mica_random_state state) {
 
 static uint64_t draw(void) {
     if (!rng.seeded) mica_seed(0);
-    return mix(rng.key + rng.counter++ * GAMMA);
+    return mica_draw(rng.key, rng.counter++);
 }
 
 static double uniform01(void) {
@@ -105,4 +100,15 @@ int64_t mica_random_int(int64_t n, int line) {
         }
     }
     return (int64_t)(m >> 64);
+}
+
+mica_dropout_mask mica_dropout_mask_new(int64_t n, double p, int line) {
+    if (!(p >= 0 && p < 1)) mica_trapf(line, "Dropout's p must be in [0, 1), not %s", mica_str_of_f64(p).data);
+    if (!rng.seeded) mica_seed(0);
+    mica_dropout_mask m = {rng.key, rng.counter, 0, 1 / (1 - p)};
+    double t = p * 0x1.0p53; /* exact: a power of two times p, below 2^53 */
+    m.threshold = (uint64_t)t;
+    if ((double)m.threshold < t) m.threshold++; /* ceil: u = bits * 2^-53 >= p exactly when bits >= t */
+    rng.counter += (uint64_t)n;
+    return m;
 }

@@ -12,12 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-mica_string mica_str_lit(const char *bytes, int64_t len) {
-    mica_string s = {len, mica_alloc((size_t)len + 1, 0)};
-    if (len) memcpy(s.data, bytes, (size_t)len);
-    return s;
-}
-
 mica_string mica_str_copy(mica_string s) {
     return mica_str_lit(s.data ? s.data : "", s.len);
 }

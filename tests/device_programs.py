@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from micatool.compile.ops.element_functions import FUNCTIONS as ELEMENT_FUNCTIONS
+
 
 def host_twin(text: str) -> str:
     """The same program on the host: no `on gpu`, and the crossings become parentheses."""
@@ -178,7 +180,8 @@ end.
 """
 
 # 300 rows: row kernels take two blocks. Special values: zeros, a negative
-# under Log and Sqrt, Exp's overflow and underflow, tiny and huge values.
+# under Log and Sqrt, Exp's overflow and underflow, tiny and huge values. Every
+# elementwise function of the table, of a matrix and of a tensor, in place of ELEMENTWISE.
 FUNCTIONS = """program Functions;
 { the elementwise functions, reductions and row operations }
 const
@@ -215,17 +218,8 @@ begin
     hd := ToDevice(h);
     vd := ToDevice(v);
     td := ToDevice(t);
-    WriteLn('Tanh ', ToHost(Tanh(xd)));
-    WriteLn('Exp ', ToHost(Exp(xd)));
-    WriteLn('Log ', ToHost(Log(xd)));
-    WriteLn('Sqrt ', ToHost(Sqrt(xd)));
-    WriteLn('Relu ', ToHost(Relu(xd)));
-    WriteLn('Gelu ', ToHost(Gelu(xd)));
-    WriteLn('Silu ', ToHost(Silu(xd)));
-    WriteLn('Sigmoid ', ToHost(Sigmoid(xd)));
-    WriteLn('Abs ', ToHost(Abs(xd)));
-    WriteLn('Sin ', ToHost(Sin(xd)), ' ', ToHost(Sin(td)));
-    WriteLn('Cos ', ToHost(Cos(xd)), ' ', ToHost(Cos(td)));
+ELEMENTWISE
+    WriteLn('Dropout ', ToHost(Dropout(xd, 0.25)), ' ', ToHost(Dropout(td, 0.5)), ' ', ToHost(Dropout(xd, 0.0)));
     WriteLn('Sum ', ToHost(Sum(xd)), ' ', ToHost(Sum(vd)), ' ', ToHost(Sum(td)), ' ', ToHost(Sum(Tanh(xd))));
     WriteLn('Mean ', ToHost(Mean(xd)), ' ', ToHost(Mean(vd)), ' ', ToHost(Mean(td)));
     WriteLn('Max ', ToHost(Max(xd)), ' ', ToHost(Max(vd)), ' ', ToHost(Max(td)), ' ', ToHost(Max(-vd)));
@@ -236,7 +230,8 @@ begin
     WriteLn('mixed ', ToHost(Sum(Softmax(Gelu(LayerNorm(xd, gd, hd)) * 2 + hd))), ' ',
             ToHost(Mean(Abs(RmsNorm(Silu(xd), gd) - hd))));
 end.
-"""
+""".replace("ELEMENTWISE\n", "".join(f"    WriteLn('{f.name} ', ToHost({f.name}(xd)), ' ', ToHost({f.name}(td)));\n"
+                                      for f in ELEMENT_FUNCTIONS))
 
 # Numbers on the device: device scalars join as host numbers do (float32 with
 # float64 gives float64, a constant takes the other side's type), host integers
@@ -285,8 +280,9 @@ begin
 end.
 """
 
-# Every operation the device tape records, its backward walk, Gradient, and the
-# optimizer steps on device storage. Host and device must agree on every gradient.
+# Every operation the device tape records (every elementwise function of the
+# table in place of ELEMENTWISE), its backward walk, Gradient, and the optimizer
+# steps on device storage. Host and device must agree on every gradient.
 TAPE = """program DeviceTape;
 { every operation the device tape records, then Backward, Gradient and the optimizer steps }
 const
@@ -324,6 +320,8 @@ begin
     idsd := ToDevice(ids);
     tape
         y := LayerNorm(x * w, g, b) + b;
+        y := y + (ELEMENTWISE) * 0.1;
+        y := Dropout(y, 0.2);
         y := Tanh(y) - Mul(y, Sigmoid(y)) * 0.5 + Gelu(y) / 3 + Silu(y) - Relu(y) + Abs(y);
         y := Softmax(CausalMask(y * Transpose(y))) * y + Exp(y * 0.1) + Log(Abs(y) + 1) + Sqrt(Abs(y) + 1);
         y := RmsNorm(y, g) - (-y) + 1.5;
@@ -347,7 +345,8 @@ begin
     SgdStep(address pw, gw, address m, 0.1, 0.9);
     WriteLn('sgd ', ToHost(pw));
 end.
-"""
+""".replace("ELEMENTWISE", " + ".join(f"{f.name}(Abs(y) + 1)" if f.checked_at == "positive" else f"{f.name}(y)"
+                                    for f in ELEMENT_FUNCTIONS))
 
 # Images and vector products: Conv2d over one image and over a batch, both
 # poolings, Dot and Outer.
@@ -455,9 +454,8 @@ PROGRAMS = {
                           "sum", "sum_back", "add_f32", "convert_f64_f32", "div_f32", "div_f64", "mul_f64", "scale_f32",
                           "scale_f64", "shift_f32", "sub_f64"}),
     "images": (IMAGES, {"conv2d", "maxpool2d", "avgpool2d", "dot", "outer", "each_relu", "add", "sub"}),
-    "functions": (FUNCTIONS, {f"each_{f}" for f in ("tanh", "exp", "log", "sqrt", "relu", "gelu", "silu", "sigmoid",
-                                                    "abs", "sin", "cos")}
-                  | {"sum", "mean", "max", "softmax_rows", "layernorm_rows", "rmsnorm_rows", "scale", "add_rows",
+    "functions": (FUNCTIONS, {f"each_{f.c}" for f in ELEMENT_FUNCTIONS}
+                  | {"dropout", "sum", "mean", "max", "softmax_rows", "layernorm_rows", "rmsnorm_rows", "scale", "add_rows",
                      "sub_rows", "neg"}),
     "quantized": (QUANTIZED, {"quantize_i8_FLOAT", "quantize_u8", "quantize_rows_i8_FLOAT", "dequantize_i8_FLOAT",
                               "dequantize_u8", "dequantize_i8_f64", "matmul_i32_i8_i8", "matmul_i32_u8_i8"}),

@@ -284,8 +284,10 @@ class Module:
         _Compiler(self, fn).compile(body)
 
 
-class _Compiler:
-    """Turns a function body into closures, one per instruction."""
+class _Operands:
+    """A function body's names, in nested scopes (its registers, locals and
+    parameters, and the module's constants), and its operands as getters of
+    their bits and keys of the registers they write."""
 
     def __init__(self, module: Module, fn: Function):
         self.module, self.fn = module, fn
@@ -316,84 +318,6 @@ class _Compiler:
             if name in scope:
                 return scope[name]
         raise InterpreterError(f"{self.fn.name}: {name} is not declared")
-
-    # -------- the body
-
-    def compile(self, body: str) -> None:
-        pos = 0
-        body = body.rstrip()
-        while pos < len(body):
-            m = _ITEM.match(body, pos)
-            if not m or m.end() == pos:
-                raise InterpreterError(f"{self.fn.name}: cannot read {body[pos:pos + 60]!r}")
-            pos = m.end()
-            open_, close, label, stmt = m.groups()
-            if open_:
-                self.scopes.append({})
-            elif close:
-                self.scopes.pop()
-                if len(self.scopes) < 2:
-                    raise InterpreterError(f"{self.fn.name}: unbalanced braces")
-            elif label:
-                if label in self.labels:
-                    raise InterpreterError(f"{self.fn.name}: label {label} defined twice")
-                self.labels[label] = len(self.fn.code)
-            else:
-                self.statement(" ".join(stmt.split()))
-        for at, label in self.pending:
-            if label not in self.labels:
-                raise InterpreterError(f"{self.fn.name}: no label {label}")
-        self.fn.code = [self._resolve(op) for op in self.fn.code]
-
-    def _resolve(self, op):
-        if isinstance(op, tuple) and op[0] == "branch":
-            _, guard, label = op
-            target = self.labels[label]
-            if guard is None:
-                return lambda f: (executed.update(("bra",)), target)[1]
-            key, skip = guard
-            return lambda f: (executed.update(("bra",)), None if f.r[key] == skip else target)[1]
-        return op
-
-    def statement(self, text: str) -> None:
-        if text.startswith("."):
-            self.declaration(text)
-            return
-        guard = None
-        if text.startswith("@"):
-            g, text = text.split(None, 1)
-            negate = g.startswith("@!")
-            sym = self.lookup(g[2:] if negate else g[1:])
-            guard = (sym.key, 1 if negate else 0)  # skip when the predicate equals this
-        opcode, _, rest = text.partition(" ")
-        operands = self.split_operands(rest)
-        base = opcode.split(".")[0]
-        handler = getattr(self, "op_" + base, None)
-        if handler is None:
-            raise InterpreterError(f"{self.fn.name}: unknown instruction {opcode!r} in {text!r}")
-        run = handler(opcode.split(".")[1:], operands, text, guard)
-        if isinstance(run, tuple):  # a branch, resolved once labels are known
-            self.fn.code.append(run)
-            self.fn.text.append(text)
-            return
-        executed_key = opcode
-
-        def counted(f, run=run, key=executed_key):
-            executed[key] += 1
-            return run(f)
-
-        if guard is not None:
-            gkey, skip = guard
-
-            def guarded(f, run=counted, gkey=gkey, skip=skip):
-                if f.r[gkey] == skip:
-                    return None
-                return run(f)
-
-            self.fn.code.append(guarded)
-        else:
-            self.fn.code.append(counted)
-        self.fn.text.append(text)
 
     @staticmethod
     def split_operands(rest: str) -> list[str]:
@@ -514,7 +438,11 @@ class _Compiler:
         if len(ops) != n:
             raise InterpreterError(f"{self.fn.name}: {text!r} needs {n} operands")
 
-    # -------- instructions: each returns a closure f -> next pc (None: the next one)
+
+class _Instructions(_Operands):
+    """The instructions, one method each: op_NAME(mods, operands, text, guard)
+    gives a closure f -> the next pc (None: the one after), or a branch to
+    resolve once the labels are known."""
 
     def _arith(self, name, mods, ops, text):
         """add sub mul div rem min max and or xor shl shr, integer or float."""
@@ -899,6 +827,86 @@ class _Compiler:
             f.p[result.key] = frame.p[callee.result.key]
 
         return run
+
+
+class _Compiler(_Instructions):
+    """Turns a function body into closures, one per instruction."""
+
+    def compile(self, body: str) -> None:
+        pos = 0
+        body = body.rstrip()
+        while pos < len(body):
+            m = _ITEM.match(body, pos)
+            if not m or m.end() == pos:
+                raise InterpreterError(f"{self.fn.name}: cannot read {body[pos:pos + 60]!r}")
+            pos = m.end()
+            open_, close, label, stmt = m.groups()
+            if open_:
+                self.scopes.append({})
+            elif close:
+                self.scopes.pop()
+                if len(self.scopes) < 2:
+                    raise InterpreterError(f"{self.fn.name}: unbalanced braces")
+            elif label:
+                if label in self.labels:
+                    raise InterpreterError(f"{self.fn.name}: label {label} defined twice")
+                self.labels[label] = len(self.fn.code)
+            else:
+                self.statement(" ".join(stmt.split()))
+        for at, label in self.pending:
+            if label not in self.labels:
+                raise InterpreterError(f"{self.fn.name}: no label {label}")
+        self.fn.code = [self._resolve(op) for op in self.fn.code]
+
+    def _resolve(self, op):
+        if isinstance(op, tuple) and op[0] == "branch":
+            _, guard, label = op
+            target = self.labels[label]
+            if guard is None:
+                return lambda f: (executed.update(("bra",)), target)[1]
+            key, skip = guard
+            return lambda f: (executed.update(("bra",)), None if f.r[key] == skip else target)[1]
+        return op
+
+    def statement(self, text: str) -> None:
+        if text.startswith("."):
+            self.declaration(text)
+            return
+        guard = None
+        if text.startswith("@"):
+            g, text = text.split(None, 1)
+            negate = g.startswith("@!")
+            sym = self.lookup(g[2:] if negate else g[1:])
+            guard = (sym.key, 1 if negate else 0)  # skip when the predicate equals this
+        opcode, _, rest = text.partition(" ")
+        operands = self.split_operands(rest)
+        base = opcode.split(".")[0]
+        handler = getattr(self, "op_" + base, None)
+        if handler is None:
+            raise InterpreterError(f"{self.fn.name}: unknown instruction {opcode!r} in {text!r}")
+        run = handler(opcode.split(".")[1:], operands, text, guard)
+        if isinstance(run, tuple):  # a branch, resolved once labels are known
+            self.fn.code.append(run)
+            self.fn.text.append(text)
+            return
+        executed_key = opcode
+
+        def counted(f, run=run, key=executed_key):
+            executed[key] += 1
+            return run(f)
+
+        if guard is not None:
+            gkey, skip = guard
+
+            def guarded(f, run=counted, gkey=gkey, skip=skip):
+                if f.r[gkey] == skip:
+                    return None
+                return run(f)
+
+            self.fn.code.append(guarded)
+        else:
+            self.fn.code.append(counted)
+        self.fn.text.append(text)
 
 
 # ------------------------------------------------------------ running

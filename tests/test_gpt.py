@@ -1,5 +1,6 @@
 """The GPT example in a small configuration: its loss column, digit for digit,
 on x86_64 and aarch64, a resumed run that ends bit-identical to a straight one,
+a run with dropout that prints the same digits at every thread count,
 examples/gpt/to_torch.py reproducing its validation loss from a checkpoint, and
 int8.mica's model of that checkpoint: its record on both targets, its loss
 beside float32's, and its checkpoint's int8 weights against the float32 ones
@@ -7,12 +8,14 @@ they quantize.
 
 The configuration shrinks the constants of examples/gpt's programs and units
 (bench/gpt_sizes.with_constants); tests/records/gpt_small.txt is the training
-run's record (the tokens/s column removed), gpt_small_int8.txt int8.mica's.
+run's record (the tokens/s column removed), gpt_small_int8.txt int8.mica's,
+gpt_small_dropout.txt the record of 40 steps at --dropout 0.2.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -29,6 +32,7 @@ SMALL = {"B": 8, "T": 16, "C": 32, "H": 2, "HS": 16, "L": 1, "Mlp": 128, "Defaul
          "EvalEvery": 50, "EvalWindows": 2, "SampleLength": 120}
 RECORD = Path(__file__).parent / "records" / "gpt_small.txt"
 INT8_RECORD = Path(__file__).parent / "records" / "gpt_small_int8.txt"
+DROPOUT_RECORD = Path(__file__).parent / "records" / "gpt_small_dropout.txt"
 
 pytestmark = pytest.mark.slow
 
@@ -48,18 +52,20 @@ def small(tmp_path_factory):
     return small_folder(tmp_path_factory.mktemp("small"))
 
 
-def run_program(program: Path, target: str, tier: str, *args: str, qemu: str | None = None) -> str:
+def run_program(program: Path, target: str, tier: str, *args: str, qemu: str | None = None,
+                threads: int | None = None) -> str:
     command = [str(build(program, target=target, tier=tier)), *args]
     if qemu:
         command.insert(0, qemu)
+    env = dict(os.environ, MICA_THREADS=str(threads)) if threads else None
     # run beside the example's corpus, which the programs find by themselves
-    done = subprocess.run(command, capture_output=True, text=True, timeout=1200, cwd=EXAMPLES / "gpt")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1200, cwd=EXAMPLES / "gpt", env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
 
-def train(small: Path, target: str, tier: str, *args: str, qemu: str | None = None) -> str:
-    return run_program(small / "gpt.mica", target, tier, *args, qemu=qemu)
+def train(small: Path, target: str, tier: str, *args: str, qemu: str | None = None, threads: int | None = None) -> str:
+    return run_program(small / "gpt.mica", target, tier, *args, qemu=qemu, threads=threads)
 
 
 def without_rates(output: str) -> str:
@@ -92,6 +98,18 @@ def test_resuming_from_a_checkpoint_is_bit_identical(work, small):
     train(small, "x86_64-linux", "fast", "--steps", "40", "--load", str(first), "--save", str(resumed))
     assert first.read_bytes() != straight.read_bytes()
     assert resumed.read_bytes() == straight.read_bytes()
+
+
+def test_dropout_trains_the_same_digits_at_every_thread_count(small):
+    """The masks are the seeded generator's, so a run at one thread and one at two
+    print the record's digits, and they are not the digits of the run without dropout."""
+    runs = [without_rates(train(small, "x86_64-linux", "fast", "--steps", "40", "--dropout", "0.2", threads=n))
+            for n in (1, 2)]
+    assert runs[0] == runs[1] == DROPOUT_RECORD.read_text()
+    plain = without_rates(train(small, "x86_64-linux", "fast", "--steps", "40")).splitlines()
+    dropped = runs[0].splitlines()
+    assert plain[:4] == dropped[:4]  # the corpus, the model and the header
+    assert plain[4] != dropped[4] and plain[5] != dropped[5]  # the losses of steps 1 and 40
 
 
 def test_to_torch_reproduces_the_validation_loss(work, tmp_path):

@@ -3,9 +3,10 @@
 Builds tests/c/math_array_check.c with runtime_c/mica_math{,_array}.c and
 mica_cpu.c for x86_64 and aarch64 (static musl) at -O2, at -O0, and at -O2
 with -ffp-contract=on (the files' pragmas must keep clang from fusing: AVX-512
-and aarch64 have fma). Each run checks all sixteen functions (exp log tanh
-sigmoid gelu gelu_grad silu silu_grad, f64 and f32), and both outputs of
-gelu_both (held against gelu and gelu_grad), on one input set per precision:
+and aarch64 have fma). Each run checks every array form of the table of
+elementwise functions (micatool/compile/ops/element_functions.py), f64 and
+f32, and both outputs of each both form (held against the function and its
+gradient), on one input set per precision:
 every special value, the neighbours of every threshold, random bit patterns
 over all exponents and dense sweeps (see the harness), whole, in place, and
 in short pieces at every offset; any differing bit fails.
@@ -30,12 +31,15 @@ from pathlib import Path
 import pytest
 from helpers import qemu
 
+from micatool.compile.ops.element_functions import FUNCTIONS as TABLE, array_functions
+
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ["tests/c/math_array_check.c", "runtime_c/mica_math.c", "runtime_c/mica_math_array.c", "runtime_c/mica_cpu.c"]
 FLAGS = ["-static", "-fno-sanitize=undefined", "-Wall", "-Wextra", "-Werror", "-Iruntime_c"]
 ISAS = ["sse2", "avx2", "avx512"]
+# the harness's order: the array forms, then each both form's two outputs
 FUNCTIONS = [f"{f}_{s}" for s in ("f64", "f32") for f in
-             ("exp", "log", "tanh", "sigmoid", "gelu", "gelu_grad", "silu", "silu_grad", "gelu_both_y", "gelu_both_d")]
+             array_functions() + [f"{t.c}_both_{part}" for t in TABLE if t.saves_derivative for part in "yd"]]
 FN_LINE = re.compile(r"^fn (\w+) n (\d+) mismatches (\d+) hash ([0-9a-f]{16})$", re.M)
 
 # name -> (arch, compile flags)

@@ -7,20 +7,32 @@ the rest of the project has.
 - every op that records on the tape has a gradient-check case (test_gradcheck.py);
 - every op with a device lowering runs in a device program (device_programs.py),
   and one without refuses GPU operands with 7005 at check time, so no program
-  that checks can fail to lower on the device.
+  that checks can fail to lower on the device;
+- the table of elementwise functions (micatool/compile/ops/element_functions.py)
+  is whole: runtime_c/mica_element_functions.h is what it gives now, and every
+  row has each piece that is code or a reference, not data: the op, its scalar
+  C, array form and PTX device function, its formulas, its mathematical
+  references and special cases in test_math.py, its gradient check's
+  tolerance, and its line in docs/language.md.
 """
 
 from __future__ import annotations
 
 import re
 
+from pathlib import Path
+
 import pytest
 import device_programs
-from test_gradcheck import CASES
+import test_math
+from test_gradcheck import CASES, TOLERANCES
 
-from micatool.compile import front_end, ops
+from micatool.compile import front_end, ops, ptx
+from micatool.compile.ops import element_functions, formulas
 from micatool.diagnostics import CompileError, SourceFile
 from micatool.compile.ptx import KERNELS
+
+ROOT = Path(__file__).resolve().parents[1]
 
 TYPES = ("f32", "f64")
 # Ops with a device side that launch no kernel of their own: the crossings, and
@@ -82,3 +94,84 @@ def test_an_op_the_gpu_does_not_run_refuses_gpu_operands(name, call):
         front_end(SourceFile("p.mica", text))
     codes = [d.code for d in error.value.diagnostics]
     assert len(codes) == 1 and codes[0] // 1000 in (4, 7), codes
+
+
+# ------------------------------------------------------------ the table of elementwise functions
+
+FUNCTIONS = element_functions.FUNCTIONS
+MATH = element_functions.math_functions()
+
+
+def test_the_runtime_header_of_elementwise_functions_is_generated():
+    header = ROOT / "runtime_c" / "mica_element_functions.h"
+    if header.read_text() != element_functions.header():
+        pytest.fail(f"runtime_c/mica_element_functions.h is stale: run `{element_functions.HEADER_COMMAND}`")
+
+
+def test_every_function_of_the_table_is_an_op_recording_its_kernels():
+    for f in FUNCTIONS:
+        op = ops.OPS[f.name]
+        assert op.records and op.device is not None and op.kernels == [f"each_{f.c}"], f.name
+        assert ops.TAPE[f.c] == ops.TapeRecord([f"each_{f.c}"], [f"{f.c}_back"], each=True), f.name
+        assert (f.math is None) != (f.formula is None), f"{f.name}: a function of mica_math.h or a formula"
+
+
+def test_every_formula_is_one_the_renderers_take():
+    known = {m.c for m in MATH}
+    for f in FUNCTIONS:
+        for text in filter(None, (f.derivative, f.formula)):
+            assert set(formulas.calls(text)) <= known, f"{f.name}: {text} calls a function not in the table"
+            assert formulas.to_c(text, {"x": "x", "y": "y"}, str)
+        if f.formula is not None:
+            assert "y" not in formulas.to_c(f.formula, {"x": "x", "y": "<y>"}, str), f"{f.name}: a value of x alone"
+
+
+@pytest.mark.parametrize("bad", ["x ** 2", "x and y", "z", "1.5 * x", "f(x, y)", "x if x else y", "y[0]"])
+def test_a_formula_outside_the_language_is_refused(bad):
+    with pytest.raises(formulas.FormulaError, match="formula"):
+        formulas.parse(bad)
+
+
+def test_a_formula_renders_to_c_and_ptx_in_the_same_order():
+    assert formulas.to_c("1 - y * y", {"y": "y[i]"}, str) == "1 - y[i] * y[i]"
+    assert formulas.to_c("1 / (y + y)", {"y": "y"}, str) == "1 / (y + y)"
+    assert formulas.to_c("x - (x - y)", {"x": "x", "y": "y"}, str) == "x - (x - y)"
+    assert formulas.to_c("-sin(x)", {"x": "x"}, lambda f: f"FN({f})") == "-FN(sin)(x)"
+    assert formulas.to_c("1 if x > 0 else -1 if x < 0 else 0", {"x": "x"}, str) == "x > 0 ? 1 : x < 0 ? -1 : 0"
+    code = formulas.to_ptx("1 - y * y", "%d", {"y": "%y"}, lambda n: f"#{n}")
+    assert [(s.op, s.dst, s.args) for s in code.steps] == [("mul", "%fm_1", ("%y", "%y")),
+                                                           ("sub", "%d", ("#1", "%fm_1"))]
+    code = formulas.to_ptx("x if x > 0 else -1", "%d", {"x": "%x"}, lambda n: f"#{n}")
+    assert [(s.op, s.dst, s.args) for s in code.steps] == [("setp", "%fm_p1", ("gt", "%x", "#0")),
+                                                           ("selp", "%d", ("%x", "#-1", "%fm_p1"))]
+
+
+def runtime(name: str) -> str:
+    return (ROOT / "runtime_c" / name).read_text()
+
+
+def test_every_function_of_mica_math_has_its_code():
+    scalar, array = runtime("mica_math.inc"), runtime("mica_math_array.inc")
+    for m in MATH:
+        assert f"T FN(mica_{m.c})(T x)" in scalar, f"{m.c}: no scalar C in runtime_c/mica_math.inc"
+        assert (f"static VT VN({m.c})(VT x)" in array) == m.array, f"{m.c}: the array form in mica_math_array.inc"
+        for t in ptx.DTYPES:
+            assert f"mica_{m.c}_{t}" in ptx._functions(t), f"{m.c}: no PTX device function in ptx/math.ptx.j2"
+    for f in FUNCTIONS:
+        assert (f"VN({f.c}_both)(VT x, VT *grad)" in array) == f.saves_derivative, f"{f.name}: the both form"
+
+
+def test_every_function_of_mica_math_has_its_references_and_special_cases():
+    specials = {name for name, *_ in test_math.SPECIALS}
+    for m in MATH:
+        assert m.c in test_math.REF_MP or m.c in test_math.TERMS_MP, f"{m.c}: no mpmath reference in test_math.py"
+        assert m.c in test_math.REF_NP or m.c in test_math.TERMS_NP, f"{m.c}: no float64 reference in test_math.py"
+        assert m.c in specials, f"{m.c}: no special cases in test_math.py"
+
+
+def test_every_function_has_a_gradient_tolerance_and_its_documentation():
+    vocabulary = next(line for line in (ROOT / "docs" / "language.md").read_text().splitlines()
+                      if line.startswith("| `Tanh "))
+    for f in FUNCTIONS:
+        assert f.name in TOLERANCES, f"{f.name}: no tolerance in test_gradcheck.py"
+        assert re.search(rf"\b{f.name}\b", vocabulary), f"{f.name}: not in docs/language.md's vocabulary"

@@ -31,8 +31,12 @@ import numpy as np
 import pytest
 
 import ptx_interpreter as pi
+import test_math
 from helpers import find_ptxas
 from micatool.compile import ptx
+from micatool.compile.ops.element_functions import FUNCTIONS
+
+BY_C = {f.c: f for f in FUNCTIONS}
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNTIME = ROOT / "runtime_c"
@@ -364,24 +368,6 @@ def negative_nan(dtype):
                     dtype=np.uint64 if dtype == np.float64 else np.uint32).view(dtype)
 
 
-# Per function and type: (low, high) ranges to draw from, beside log-spread magnitudes.
-MATH_RANGES = {
-    "exp": {"f64": [(-750, 712), (-1, 1), (700, 710), (-746, -700)], "f32": [(-110, 92), (-1, 1), (80, 89), (-104, -87)]},
-    "log": {"f64": [(0, 3), (0.7, 1.42)], "f32": [(0, 3), (0.7, 1.42)]},
-    "tanh": {"f64": [(-25, 25), (-1, 1), (0.5, 0.6), (-0.6, -0.5)], "f32": [(-12, 12), (-1, 1), (0.5, 0.6)]},
-    "sigmoid": {"f64": [(-800, 40), (-20, 20)], "f32": [(-125, 20), (-20, 20)]},
-    "gelu": {"f64": [(-30, 12), (-6, 6), (-3, 1)], "f32": [(-14, 12), (-6, 6), (-3, 1)]},
-    "silu": {"f64": [(-850, 60), (-20, 20), (-4, 2)], "f32": [(-115, 30), (-20, 20), (-4, 2)]},
-    "sqrt": {"f64": [(-1, 100)], "f32": [(-1, 100)]},
-    "relu": {"f64": [(-5, 5)], "f32": [(-5, 5)]},
-    "abs": {"f64": [(-5, 5)], "f32": [(-5, 5)]},
-    # sin, cos: no reduction (|x| <= pi/4), Cody-Waite (to 2^20 / 2^15), Payne-Hanek's first binade and its top
-    # ones (trig_points adds every binade, the multiples of pi/2 and the thresholds)
-    "sin": {"f64": [(-0.7854, 0.7854), (-10, 10), (-2.0**20, 2.0**20), (2.0**20, 2.0**21), (-1.7e308, -1e306),
-                    (1e306, 1.7e308)],
-            "f32": [(-0.7854, 0.7854), (-10, 10), (-2.0**15, 2.0**15), (-2.0**16, -2.0**15), (-3.4e38, 3.4e38)]},
-}
-MATH_RANGES["cos"] = MATH_RANGES["sin"]
 EDGES = {  # exp's and log's documented edges (tests/test_math.py), as bits
     "f64": [0x40862E42FEFA39EF, 0x40862E42FEFA39F0, 0xC0874910D52D3051, 0xC0874910D52D3052, 0x0000000000000001],
     "f32": [0x42B17217, 0x42B17218, 0xC2CFF1B4, 0xC2CFF1B5, 0x00000001],
@@ -422,10 +408,17 @@ def trig_points(rng, t: str) -> np.ndarray:
 MATH_POINTS = {"sin": trig_points, "cos": trig_points}
 
 
-def math_inputs(rng, fn, t, per_range=60):
+def math_inputs(rng, fn, t, n=300):
+    """Inputs of the elementwise function with C name fn: values of both signs
+    over 2^-12..2^12 (past every threshold where a function changes path), and
+    for a function of mica_math.h n more from its domain in the table (as
+    tests/test_math.py draws them) and, for sin and cos, their own points. Then
+    the special values, a negative nan and exp's and log's edges."""
     dtype = DTYPES[t]
-    parts = [rng.uniform(lo, hi, per_range) for lo, hi in MATH_RANGES[fn][t]]
-    parts.append(rng.choice([-1.0, 1.0], per_range) * np.exp(rng.uniform(math.log(1e-30), math.log(2.0), per_range)))
+    bits = 64 if t == "f64" else 32
+    parts = [wide(rng, n, dtype, 12)]
+    if fn in test_math.TABLE:
+        parts.append(test_math.sample(rng, fn, bits, n))
     if fn in MATH_POINTS:
         parts.append(MATH_POINTS[fn](rng, t))
     x = np.concatenate(parts).astype(dtype)
@@ -480,11 +473,19 @@ def elementwise_cases(name: str, op: str, g: Gen) -> list[Case]:
     if op.startswith("each_"):
         fn = op[len("each_"):]
         x = math_inputs(g.rng, fn, g.t)
-        return [Case(name, [B(len(x)), Buf(x), Int(len(x))], strict_nan=fn not in ("sqrt", "relu", "abs"))]
-    if op.endswith("_back") and op[: -len("_back")] in MATH_RANGES:
+        # Mica's own functions answer the canonical nan; an instruction keeps a nan's payload
+        return [Case(name, [B(len(x)), Buf(x), Int(len(x))], strict_nan=BY_C[fn].math is not None)]
+    if op.endswith("_back") and op[: -len("_back")] in BY_C:
         x = math_inputs(g.rng, op[: -len("_back")], g.t)
         m = len(x)
         return [Case(name, [B(m), B(m), Buf(x), B(m, 1), Int(m)])]
+    if op in ("dropout", "dropout_back"):  # masks that keep all, most and few elements
+        cases = []
+        for p in (0.0, 0.3, 0.96):
+            key, first = (Int(int(v)) for v in g.rng.integers(-2**63, 2**63 - 1, 2, dtype=np.int64))
+            mask = [key, first, Int(math.ceil(p * 2**53)), Scalar(dt(1 / (1 - p)))]
+            cases.append(Case(name, [B(n), g.with_specials(n) if op == "dropout" else B(n), *mask, Int(n)]))
+        return cases
     if op == "convert":
         other = np.float64 if g.t == "f32" else np.float32
         x = np.concatenate([wide(g.rng, 40, other, 60 if other == np.float64 else 20), specials(other)])

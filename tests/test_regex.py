@@ -29,8 +29,8 @@ from elftools.elf.elffile import ELFFile
 
 from helpers import build_harness, build_text, run
 
-HARNESS = ["tests/c/regex_check.c", "runtime_c/mica_core.c", "runtime_c/mica_print.c", "runtime_c/mica_string.c",
-           "runtime_c/mica_regex.c", "-lpthread"]
+HARNESS = ["tests/c/regex_check.c", "runtime_c/mica_core.c", "runtime_c/mica_output.c", "runtime_c/mica_print.c",
+           "runtime_c/mica_string.c", "runtime_c/mica_regex.c", "-lpthread"]
 
 
 @pytest.fixture(scope="module")

@@ -48,6 +48,7 @@ def test_elementwise_functions_agree_with_numpy(tmp_path):
             f"  x := [{', '.join(map(str, xs))}];\n  p := Abs(x) + 0.5;\n"
             "  WriteLn(Tanh(x));\n  WriteLn(Exp(x));\n  WriteLn(Log(p));\n  WriteLn(Sqrt(p));\n"
             "  WriteLn(Relu(x));\n  WriteLn(Sigmoid(x));\n  WriteLn(Silu(x));\n  WriteLn(Gelu(x));\n"
+            "  WriteLn(Softplus(x));\n"
             "  WriteLn(Tanh(0.5), ' ', Exp(1), ' ', Sqrt(2.0), ' ', Log(10.0));\nend.\n")
     rows = [np.array(floats(line)) for line in run_text(tmp_path, text).stdout.splitlines()]
     x = np.array(xs)
@@ -55,7 +56,7 @@ def test_elementwise_functions_agree_with_numpy(tmp_path):
     sigmoid = 1 / (1 + np.exp(-x))
     gelu = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
     for got, want in zip(rows, [np.tanh(x), np.exp(x), np.log(p), np.sqrt(p), np.maximum(x, 0), sigmoid,
-                                x * sigmoid, gelu]):
+                                x * sigmoid, gelu, np.logaddexp(0, x)]):
         np.testing.assert_allclose(got, want, rtol=1e-15, atol=1e-15)
     np.testing.assert_allclose(rows[-1], [math.tanh(0.5), math.e, math.sqrt(2), math.log(10)], rtol=1e-15)
 

@@ -39,6 +39,7 @@ from micatool.compile import compile_program, load_source, parse  # noqa: E402
 from micatool.compile.ast import Unit  # noqa: E402
 from micatool.compile.ops import OPS  # noqa: E402
 from micatool.compile.ops.checking import Lent  # noqa: E402
+from micatool.compile.ops.element_functions import FUNCTIONS as ELEMENT_FUNCTIONS  # noqa: E402
 from micatool.link.build import cached_build  # noqa: E402
 
 PAGE = ROOT / "docs" / "facts.md"
@@ -80,7 +81,9 @@ def signature(name: str, check, forms: dict[str, str]) -> str:
 
 def families() -> dict[str, str]:
     """The family module of each op: the module with a literal `define("Name", ...)`, or
-    else the one module that names it in a string (a table or loop of definitions)."""
+    elementwise for the rest of the table of elementwise functions (which it defines
+    in a loop over the rows), or else the one module that names it in a string (a
+    table or loop of definitions)."""
     defined, named = {}, {}
     for path in sorted((ROOT / "micatool" / "compile" / "ops").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
@@ -89,7 +92,8 @@ def families() -> dict[str, str]:
                 defined[node.args[0].value] = path.stem
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in OPS:
                 named.setdefault(node.value, set()).add(path.stem)
-    return {name: defined.get(name) or "/".join(sorted(named.get(name, {"?"}))) for name in OPS}
+    table = {f.name: "elementwise" for f in ELEMENT_FUNCTIONS}
+    return {name: defined.get(name) or table.get(name) or "/".join(sorted(named.get(name, {"?"}))) for name in OPS}
 
 
 def vocabulary() -> list[str]:

@@ -157,34 +157,27 @@ def log_R(z):
     return (mpmath.log((1 + s) / (1 - s)) - 2 * s) / s
 
 
-# tanh: tanh(x) = x + x^3 * P(x^2) for |x| <= 0.55. Weight: relative error of tanh.
-def tanh_P(t):
-    if t == 0:
-        return mpf(-1) / 3
-    x = mpmath.sqrt(t)
-    return (mpmath.tanh(x) / x - 1) / t
+def odd_series(f, lead):
+    """P and its weight for an odd f(x) = x + x^3 * P(x^2), fitted for f's relative
+    error; lead is P(0)."""
+    def P(t):
+        if t == 0:
+            return lead
+        x = mpmath.sqrt(t)
+        return (f(x) / x - 1) / t
+
+    def w(t):
+        if t == 0:
+            return mpf(0)
+        x = mpmath.sqrt(t)
+        return t * x / f(x)
+
+    return P, w
 
 
-def tanh_w(t):
-    if t == 0:
-        return mpf(0)
-    x = mpmath.sqrt(t)
-    return t * x / mpmath.tanh(x)
-
-
-# sin: sin(r) = r + r^3 * P(r^2), P(t) = S1 + S2*t + ...; weight: relative error of sin.
-def sin_P(t):
-    if t == 0:
-        return mpf(-1) / 6
-    r = mpmath.sqrt(t)
-    return (mpmath.sin(r) / r - 1) / t
-
-
-def sin_w(t):
-    if t == 0:
-        return mpf(0)
-    r = mpmath.sqrt(t)
-    return t * r / mpmath.sin(r)
+# tanh for |x| <= 0.55; sin's P(t) = S1 + S2*t + ... on the reduced argument.
+tanh_P, tanh_w = odd_series(mpmath.tanh, mpf(-1) / 3)
+sin_P, sin_w = odd_series(mpmath.sin, mpf(-1) / 6)
 
 
 # cos: cos(r) = 1 - r^2/2 + r^4 * Q(r^2); weight: relative error of cos.

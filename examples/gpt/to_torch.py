@@ -23,9 +23,10 @@ from torch import nn
 
 
 class Block(nn.Module):
-    def __init__(self, C: int, H: int, Mlp: int):
+    def __init__(self, C: int, H: int, Mlp: int, dropout: float):
         super().__init__()
         self.H = H
+        self.drop = nn.Dropout(dropout)  # after each branch, as gpt.mica's --dropout; none on the attention weights
         self.ln_1, self.ln_2 = nn.LayerNorm(C), nn.LayerNorm(C)
         self.attn = nn.ModuleDict(dict(c_attn=nn.Linear(C, 3 * C, bias=False), c_proj=nn.Linear(C, C, bias=False)))
         self.mlp = nn.ModuleDict(dict(c_fc=nn.Linear(C, Mlp), c_proj=nn.Linear(Mlp, C)))
@@ -35,21 +36,23 @@ class Block(nn.Module):
         q, k, v = self.attn.c_attn(self.ln_1(x)).split(C, dim=2)
         q, k, v = (y.view(N, T, self.H, C // self.H).transpose(1, 2) for y in (q, k, v))
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(N, T, C)
-        x = x + self.attn.c_proj(y)
-        return x + self.mlp.c_proj(F.gelu(self.mlp.c_fc(self.ln_2(x)), approximate="tanh"))  # Mica's Gelu is the tanh form
+        x = x + self.drop(self.attn.c_proj(y))
+        # Mica's Gelu is the tanh form
+        return x + self.drop(self.mlp.c_proj(F.gelu(self.mlp.c_fc(self.ln_2(x)), approximate="tanh")))
 
 
 class GPT(nn.Module):
-    def __init__(self, V: int, T: int, C: int, H: int, L: int, Mlp: int):
+    def __init__(self, V: int, T: int, C: int, H: int, L: int, Mlp: int, dropout: float = 0.0):
         super().__init__()
         self.T = T
+        self.drop = nn.Dropout(dropout)
         self.transformer = nn.ModuleDict(dict(wte=nn.Embedding(V, C), wpe=nn.Embedding(T, C), ln_f=nn.LayerNorm(C),
-                                              h=nn.ModuleList(Block(C, H, Mlp) for _ in range(L))))
+                                              h=nn.ModuleList(Block(C, H, Mlp, dropout) for _ in range(L))))
         self.lm_head = nn.Linear(C, V, bias=False)
         self.transformer.wte.weight = self.lm_head.weight  # tied, as in the GPT
 
     def forward(self, ids):  # ids is (N, T): the logits (N, T, V)
-        x = self.transformer.wte(ids) + self.transformer.wpe(torch.arange(ids.shape[1], device=ids.device))
+        x = self.drop(self.transformer.wte(ids) + self.transformer.wpe(torch.arange(ids.shape[1], device=ids.device)))
         for block in self.transformer.h:
             x = block(x)
         return self.lm_head(self.transformer.ln_f(x))
@@ -71,15 +74,16 @@ def state_dict(get, embed: str, block: str, L: int, H: int) -> dict[str, torch.T
     return state
 
 
-def load(path: str):
-    """The model, an AdamW holding the GPT's moments, the consts and the alphabet."""
+def load(path: str, dropout: float = 0.0):
+    """The model (dropping with chance `dropout` in training), an AdamW holding the GPT's
+    moments, the consts and the alphabet."""
     with safe_open(path, "pt") as f:
         meta, get = f.metadata(), f.get_tensor
         assert meta["format"] == "mica" and meta["program"] == "Gpt", f"{path} is no checkpoint of the GPT"
         c, types = json.loads(meta["consts"]), json.loads(meta["tensors"])
         assert types["embed.wte"]["type"] == f"matrix[{c['V']}, {c['C']}] of float32"
         assert types["twins[0].wq[0]"]["type"] == f"matrix[{c['C']}, {c['HS']}] of float32"
-        model = GPT(c["V"], c["T"], c["C"], c["H"], c["L"], c["Mlp"])
+        model = GPT(c["V"], c["T"], c["C"], c["H"], c["L"], c["Mlp"], dropout)
         model.load_state_dict(state_dict(get, "embed", "twins", c["L"], c["H"]) | {"lm_head.weight": get("embed.wte")},
                               strict=True)
         params = dict(model.named_parameters())  # lm_head.weight is wte's, listed once

@@ -8,8 +8,9 @@ can render, with its parameters and launch shape.
 Each family template is rendered once per element type and cut at its
 `// mica-kernel NAME` (or `// mica-function NAME`) markers, so a kernel's text
 is exactly what its template wrote. Rendering checks the rules of
-docs/gpu.md on every kernel (rounding named on every float operation; no
-.ftz, .approx, fma or atomics): a kernel that breaks one, a template that
+ptx/common.ptx.j2 on every kernel (rounding named on every float operation;
+fma only in a dot product's kernel, marked fused=yes; no .ftz, .approx, mad or
+atomics): a kernel that breaks one, a template that
 cannot render (`fail(...)`, an undefined name) and an unknown kernel name
 are errors that name the kernel.
 """
@@ -30,6 +31,7 @@ from typing import Iterable
 import jinja2
 
 from ..diagnostics import InternalError
+from .ops import element_functions, formulas
 
 FAMILIES = ("elementwise", "reductions", "rows", "products", "gather", "images", "optimizers", "quantized")
 DTYPES = ("f32", "f64")
@@ -238,6 +240,10 @@ def render_template(family: str, dtype: str) -> str:
         "uid": lambda: next(counter),
         "params": functools.partial(parse_params, dtype),
         "fail": _fail,
+        "functions": element_functions.FUNCTIONS,
+        "formula_code": functools.partial(_formula_code, dtype),
+        "c_formula": _c_formula,
+        "ROW_K": _row_constants(dtype),
     }
     try:
         text = _environment().get_template(f"{family}.ptx.j2").render(context)
@@ -245,6 +251,24 @@ def render_template(family: str, dtype: str) -> str:
         where = f", in {current['kernel']}" if current["kernel"] else ""
         raise PtxError(f"{family}.ptx.j2 ({dtype}){where}: {e}") from e
     return re.sub(r"\n[ \t]*(?=\n)", "", text)  # no blank lines inside a kernel
+
+
+def _formula_code(dtype: str, text: str, dst: str, x: str, y: str | None) -> formulas.Code:
+    """The formula's PTX steps (common.ptx.j2's `formula`), its constants literals of dtype."""
+    names = {"x": x} if y is None else {"x": x, "y": y}
+    return formulas.to_ptx(text, dst, names, lambda n: literal(dtype, str(n)))
+
+
+def _c_formula(text: str) -> str:
+    """The formula as C, for a kernel's comment."""
+    return formulas.to_c(text, {"x": "x", "y": "y"}, str)
+
+
+def _row_constants(dtype: str) -> dict[str, str]:
+    """Each elementwise function's own constants (its row of the table), as the
+    C literals of dtype's width, for math.ptx.j2's K."""
+    return {name: f64 if dtype == "f64" else f32
+            for f in element_functions.FUNCTIONS for name, (f64, f32) in f.constants.items()}
 
 
 _MARK = re.compile(r"^// mica-(kernel|function) (\w+)(.*)$", re.M)
@@ -260,7 +284,7 @@ def _chunks(text: str) -> list[tuple[str, str, str, str]]:
     ]
 
 
-# Rules of docs/gpu.md, checked on every rendered kernel and function.
+# The rules of ptx/common.ptx.j2 (docs/gpu.md), checked on every rendered kernel and function.
 _NO_FMA = (re.compile(r"^\s*(@!?%\w+\s+)?(fma|mad)\.\S*f(32|64)", re.M), "uses a fused multiply-add")
 _RULES = [
     (re.compile(r"\.(ftz|approx)\b"), "uses .ftz or .approx"),
@@ -385,10 +409,26 @@ def _c_string(text: str | None) -> str:
     return "NULL" if text is None else f'"{text}"'
 
 
+def _each_signatures() -> tuple[str, str]:
+    """The signatures every elementwise function's kernels share, forward and backward
+    (the table's rows have no parameters of their own), checked on every one."""
+    shared = {}
+    for f in element_functions.FUNCTIONS:
+        for base in (f"mica_each_{f.c}", f"mica_{f.c}_back"):
+            kind = "forward" if base.startswith("mica_each_") else "backward"
+            found = tuple(signature(KERNELS[f"{base}_{t}"]) for t in DTYPES)
+            if shared.setdefault(kind, found) != found:
+                raise PtxError(f"{base} takes {found}, not the {kind} signature {shared[kind]} of the others")
+    return shared["forward"], shared["backward"]
+
+
 def signatures_header() -> str:
     """runtime_c/mica_kernel_signatures.h: every kernel's launch signature, by the
     base name the device tape launches it by (mica_gpu_tape.c's K: the name less
-    its last `_f32`/`_f64`) and that suffix, so the C never types a signature."""
+    its last `_f32`/`_f64`) and that suffix, so the C never types a signature.
+    The elementwise functions' kernels come from the table's list
+    (mica_element_functions.h), all with the signatures they share."""
+    each = {f"mica_{k}" for f in element_functions.FUNCTIONS for k in (f"each_{f.c}", f"{f.c}_back")}
     table: dict[str, dict[str, str]] = {}
     for name, kernel in KERNELS.items():
         if kernel.family in INTEGER_FAMILIES:  # the tape records float operations only
@@ -396,10 +436,12 @@ def signatures_header() -> str:
         base, _, suffix = name.rpartition("_")
         if suffix not in DTYPES:
             raise PtxError(f"{name}: a kernel's name ends in _f32 or _f64, for mica_gpu_tape.c's K")
-        table.setdefault(base, {})[suffix] = signature(kernel)
+        if base not in each:
+            table.setdefault(base, {})[suffix] = signature(kernel)
     width = max(map(len, table)) + 3  # the signatures in one column
     rows = "".join(f"    {{{_c_string(base) + ',':<{width}} {', '.join(_c_string(s.get(t)) for t in DTYPES)}}},\n"
                    for base, s in table.items())
+    forward, backward = (", ".join(_c_string(s) for s in pair) for pair in _each_signatures())
     return f"""/* mica_kernel_signatures.h: generated by `{SIGNATURES_COMMAND}` from the
  * kernels' parameters (the templates in ptx/, read by
  * micatool.compile.ptx.signatures_header). Do not edit: change the template,
@@ -414,10 +456,16 @@ def signatures_header() -> str:
 #ifndef MICA_KERNEL_SIGNATURES_H
 #define MICA_KERNEL_SIGNATURES_H
 
+#include "mica_element_functions.h"
+
 static const struct {{
     const char *base, *f32, *f64;
 }} mica_kernel_signatures[] = {{
-{rows}}};
+{rows}/* every elementwise function's forward and backward kernels */
+#define MICA_EACH_SIGNATURES(F) {{"mica_each_" #F, {forward}}}, {{"mica_" #F "_back", {backward}}},
+    MICA_ELEMENT_FUNCTIONS(MICA_EACH_SIGNATURES)
+#undef MICA_EACH_SIGNATURES
+}};
 
 #endif
 """

@@ -23,6 +23,7 @@ import pathlib
 import tarfile
 from collections.abc import Callable
 
+from . import registry
 from .image import (OCI_CONFIG, OCI_INDEX, OCI_LAYER_GZIP, OCI_LAYER_TAR, OCI_MANIFEST,
                     BaseLayers, ImageError, blob_path)
 
@@ -53,11 +54,9 @@ def load_base(name: str, platforms: list[str]) -> dict[str, BaseLayers]:
         return from_layout(name, folder_reader(path), platforms)
     if path.is_file():
         return from_tarball(name, path, platforms)
-    from . import registry
-
     if name.startswith((".", "/")) or not registry.looks_like_reference(name):
         raise ImageError(f"the base {name} is neither a folder, a file nor a registry reference")
-    return registry.pull_base(name, platforms)
+    return from_registry(name, platforms)
 
 
 # ---------------------------------------------------------------- local sources
@@ -126,6 +125,25 @@ def from_docker_archive(name: str, contents: dict[str, bytes], platforms: list[s
         found.setdefault(platform, base_layers(name, None, "sha256:" + hashlib.sha256(manifest_bytes).hexdigest(),
                                                manifest, config, blobs.__getitem__))
     return pick(name, found, platforms)
+
+
+# ---------------------------------------------------------------- a registry
+
+
+def from_registry(name: str, platforms: list[str]) -> dict[str, BaseLayers]:
+    """registry.py speaks the API; the documents and blobs it brings are read here, each checked
+    against its digest."""
+    pulled = registry.pull_base(name)
+    top = parse_json(name, pulled.reference, pulled.body)
+    platform_manifests = {m.get("digest") for m in top.get("manifests", [])}  # an index's; a manifest has none
+
+    def fetch(digest: str) -> bytes:
+        if digest == pulled.digest:
+            return pulled.body
+        return verified(name, digest, pulled.fetch("manifests" if digest in platform_manifests else "blobs", digest))
+
+    return select_platforms(name, pulled.reference, {"digest": pulled.digest, "mediaType": top.get("mediaType")},
+                            fetch, platforms)
 
 
 # ---------------------------------------------------------------- manifests to layers

@@ -8,9 +8,9 @@ tag last. An interrupted push therefore leaves blobs and untagged manifests
 behind, never a tag naming a partial image. A tag that already names another
 image is refused unless `overwrite`; the same image again is a no-op.
 
-Pull (`pull_base`): the manifest by tag or digest, then each wanted
-platform's manifest, config and layers, every blob checked against its
-digest.
+Pull (`pull_base`): the manifest by tag or digest, and a way to fetch each
+wanted platform's manifest, config and layers, which bases.py reads and
+checks against their digests (it knows the formats; this module the API).
 
 Credentials come from Docker's config (`$DOCKER_CONFIG/config.json`, else
 `~/.docker/config.json`, its `auths` entries). A registry that answers 401
@@ -34,10 +34,10 @@ import socket
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from .bases import parse_json, select_platforms, verified
-from .image import (BASE_NAME, OCI_INDEX, OCI_MANIFEST, BaseLayers, Image, ImageError,
+from .image import (BASE_NAME, OCI_INDEX, OCI_MANIFEST, Image, ImageError,
                     is_registry_host, normalize_tag, split_tag)
 
 DOCKER_HUB = "docker.io"
@@ -341,25 +341,29 @@ def put_manifest(session: Session, reference: str, data: bytes, media_type: str)
 # ---------------------------------------------------------------- pull
 
 
-def pull_base(name: str, platforms: list[str]) -> dict[str, BaseLayers]:
-    """The base image `name` from its registry, per platform."""
+@dataclass(frozen=True)
+class Pulled:
+    """A base's top manifest (an index or a manifest) as its registry sent it,
+    checked against the reference's digest when it names one, and the way to
+    the rest: fetch(kind, digest), kind "manifests" or "blobs", the bytes as
+    sent (bases.py reads them and checks each against its digest)."""
+
+    reference: str
+    digest: str
+    body: bytes
+    fetch: Callable[[str, str], bytes]
+
+
+def pull_base(name: str) -> Pulled:
+    """The base image `name` from its registry: its top manifest, and a fetcher for the rest."""
     ref = parse_reference(name)
     session = Session(ref, "pull")
     body = get(session, f"manifests/{ref.digest or ref.tag}", f"reading {ref}")
     top_digest = "sha256:" + hashlib.sha256(body).hexdigest()
     if ref.digest and top_digest != ref.digest:
         raise RegistryError(f"the registry {ref.registry} sent a manifest for {ref} whose digest is {top_digest}")
-    top = parse_json(name, str(ref), body)
-    platform_manifests = {m.get("digest") for m in top.get("manifests", [])}  # an index's; a manifest has none
-
-    def fetch(digest: str) -> bytes:
-        if digest == top_digest:
-            return body
-        kind = "manifests" if digest in platform_manifests else "blobs"
-        return verified(name, digest, get(session, f"{kind}/{digest}", f"reading {digest[:19]} of {ref}"))
-
-    return select_platforms(name, str(ref), {"digest": top_digest, "mediaType": top.get("mediaType")},
-                            fetch, platforms)
+    return Pulled(str(ref), top_digest, body,
+                  lambda kind, digest: get(session, f"{kind}/{digest}", f"reading {digest[:19]} of {ref}"))
 
 
 def get(session: Session, path: str, doing: str) -> bytes:

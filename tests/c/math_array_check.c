@@ -103,13 +103,13 @@ static const double EDGES64[] = {
     710.0, -746.0, 709.782712893384, -745.1332191019411, -708.3964185322641, 709.0895657128241,
     0.55, 22.0, 0x1p-27, -760.0, 10.0, -25.0, -800.0, 50.0, 0x1p-1022, 0x1.6a09e667f3bcdp+0,
     0.34657359027997264, 1.0, 2.0, 0.5, 0x1p-1074, 0x1.fffffffffffffp+1023, 37.43, 19.06,
-    -0.7518, -1.2785, -21.5, -708.0, -707.0, 1.0e-300, 0x1p-300, -0x1p-300,
+    -0.7518, -1.2785, -21.5, -708.0, -707.0, 1.0e-300, 0x1p-300, -0x1p-300, 40.0, 0.881373587019543,
 };
 static const double EDGES32[] = {
     89.0, -104.0, 88.72283172607422, -103.97207641601562, -87.33654475212097, 88.02969193111305,
     0.55, 10.0, 0x1p-12, -120.0, -12.0, 25.0, -110.0, 0x1p-126, 0x1.6a09e6p+0,
     0.34657359027997264, 1.0, 2.0, 0.5, 0x1p-149, 3.4028234663852886e38, 17.33, 9.01,
-    -0.7518, -1.2785, -87.0, -86.0, -100.0, 1.0e-30, 0x1p-30, -0x1p-30,
+    -0.7518, -1.2785, -87.0, -86.0, -100.0, 1.0e-30, 0x1p-30, -0x1p-30, 20.0, 0.881373587019543,
 };
 
 static const uint64_t SPECIALS64[] = {
@@ -176,31 +176,37 @@ typedef struct {
     void (*array)(float *, const float *, int64_t);
 } fn32;
 
-/* mica_gelu_both_array_S seen as two array functions, each of its outputs
- * (the other goes to scratch), held against mica_gelu_S and mica_gelu_grad_S. */
-#define GELU_BOTH(S, T)                                                                          \
-    static void gelu_both_y_##S(T *out, const T *x, int64_t n) {                                 \
+/* mica_F_both_array_S seen as two array functions, each of its outputs (the
+ * other goes to scratch), held against mica_F_S and mica_F_grad_S. */
+#define BOTH_FORMS(F, S, T)                                                                      \
+    static void F##_both_y_##S(T *out, const T *x, int64_t n) {                                  \
         T *grad = malloc((size_t)(n > 0 ? n : 1) * sizeof(T));                                   \
         if (!grad) abort();                                                                      \
-        mica_gelu_both_array_##S(out, grad, x, n);                                               \
+        mica_##F##_both_array_##S(out, grad, x, n);                                              \
         free(grad);                                                                              \
     }                                                                                            \
-    static void gelu_both_d_##S(T *grad, const T *x, int64_t n) {                                \
+    static void F##_both_d_##S(T *grad, const T *x, int64_t n) {                                 \
         T *out = malloc((size_t)(n > 0 ? n : 1) * sizeof(T));                                    \
         if (!out) abort();                                                                       \
-        mica_gelu_both_array_##S(out, grad, x, n);                                               \
+        mica_##F##_both_array_##S(out, grad, x, n);                                              \
         free(out);                                                                               \
     }
-GELU_BOTH(f64, double)
-GELU_BOTH(f32, float)
+#define BOTH_TYPES(F) BOTH_FORMS(F, f64, double) BOTH_FORMS(F, f32, float)
+MICA_MATH_BOTH_FUNCTIONS(BOTH_TYPES)
+#undef BOTH_TYPES
+#undef BOTH_FORMS
 
-#define ENTRY(F, S) {#F "_" #S, mica_##F##_##S, mica_##F##_array_##S}
-#define ALL(S)                                                                                   \
-    {ENTRY(exp, S), ENTRY(log, S), ENTRY(tanh, S), ENTRY(sigmoid, S), ENTRY(gelu, S),            \
-     ENTRY(gelu_grad, S), ENTRY(silu, S), ENTRY(silu_grad, S),                                   \
-     {"gelu_both_y_" #S, mica_gelu_##S, gelu_both_y_##S}, {"gelu_both_d_" #S, mica_gelu_grad_##S, gelu_both_d_##S}}
-static const fn64 FN64[] = ALL(f64);
-static const fn32 FN32[] = ALL(f32);
+/* Every array form of the table (mica_element_functions.h), then both outputs
+ * of every both form; test_math_array.py expects them in this order. */
+#define ENTRY(F, S) {#F "_" #S, mica_##F##_##S, mica_##F##_array_##S},
+#define BOTH_ENTRIES(F, S) {#F "_both_y_" #S, mica_##F##_##S, F##_both_y_##S}, \
+                           {#F "_both_d_" #S, mica_##F##_grad_##S, F##_both_d_##S},
+#define ENTRY64(F) ENTRY(F, f64)
+#define ENTRY32(F) ENTRY(F, f32)
+#define BOTH64(F) BOTH_ENTRIES(F, f64)
+#define BOTH32(F) BOTH_ENTRIES(F, f32)
+static const fn64 FN64[] = {MICA_MATH_ARRAY_FUNCTIONS(ENTRY64) MICA_MATH_BOTH_FUNCTIONS(BOTH64)};
+static const fn32 FN32[] = {MICA_MATH_ARRAY_FUNCTIONS(ENTRY32) MICA_MATH_BOTH_FUNCTIONS(BOTH32)};
 
 static uint64_t fnv(uint64_t h, uint64_t u, int bytes) {
     for (int i = 0; i < bytes; i++) h = (h ^ ((u >> (8 * i)) & 0xff)) * 0x100000001b3ull;

@@ -22,21 +22,13 @@ struct fn32 {
     float (*f)(float);
 };
 
-static const struct fn64 FN64[] = {
-    {"exp_f64", mica_exp_f64},         {"log_f64", mica_log_f64},
-    {"tanh_f64", mica_tanh_f64},       {"sigmoid_f64", mica_sigmoid_f64},
-    {"gelu_f64", mica_gelu_f64},       {"gelu_grad_f64", mica_gelu_grad_f64},
-    {"silu_f64", mica_silu_f64},       {"silu_grad_f64", mica_silu_grad_f64},
-    {"sin_f64", mica_sin_f64},         {"cos_f64", mica_cos_f64},
-};
-
-static const struct fn32 FN32[] = {
-    {"exp_f32", mica_exp_f32},         {"log_f32", mica_log_f32},
-    {"tanh_f32", mica_tanh_f32},       {"sigmoid_f32", mica_sigmoid_f32},
-    {"gelu_f32", mica_gelu_f32},       {"gelu_grad_f32", mica_gelu_grad_f32},
-    {"silu_f32", mica_silu_f32},       {"silu_grad_f32", mica_silu_grad_f32},
-    {"sin_f32", mica_sin_f32},         {"cos_f32", mica_cos_f32},
-};
+/* Every function of the table (mica_element_functions.h). */
+#define ENTRY64(F) {#F "_f64", mica_##F##_f64},
+#define ENTRY32(F) {#F "_f32", mica_##F##_f32},
+static const struct fn64 FN64[] = {MICA_MATH_FUNCTIONS(ENTRY64)};
+static const struct fn32 FN32[] = {MICA_MATH_FUNCTIONS(ENTRY32)};
+#undef ENTRY64
+#undef ENTRY32
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -1,6 +1,7 @@
 /* regex_check.c: the regex engine's test harness, built with the part of the
- * runtime it needs (mica_core.c, mica_print.c, mica_string.c, mica_regex.c)
- * by tests/test_regex.py and bench/regex.py, and run once over many cases.
+ * runtime it needs (mica_core.c, mica_output.c, mica_print.c, mica_string.c,
+ * mica_regex.c) by tests/test_regex.py and bench/regex.py, and run once over
+ * many cases.
  *
  * Reads lines from stdin, each a command and tab-separated fields:
  *   S <pattern> <text>             the leftmost-first search from 0

@@ -45,21 +45,10 @@ class Expressions:
         e.ty = t
         return t
 
-    def expr_IntLit(self, e: ast.IntLit, expected):
+    def literal(self, e: ast.IntLit | ast.FloatLit | ast.StrLit | ast.BoolLit, expected):
+        """A literal is its own folded value, of its kind's type."""
         e.folded = e.value
-        return INTEGER
-
-    def expr_FloatLit(self, e: ast.FloatLit, expected):
-        e.folded = e.value
-        return FLOAT64
-
-    def expr_StrLit(self, e: ast.StrLit, expected):
-        e.folded = e.value
-        return STRING
-
-    def expr_BoolLit(self, e: ast.BoolLit, expected):
-        e.folded = e.value
-        return BOOLEAN
+        return LITERAL_TYPES[e.__class__]
 
     def expr_AddressArg(self, e: ast.AddressArg, expected):
         self.expr(e.place)
@@ -454,5 +443,6 @@ class Expressions:
 
 
 # The method that checks each kind of node: expr_Name checks an ast.Name.
+LITERAL_TYPES = {ast.IntLit: INTEGER, ast.FloatLit: FLOAT64, ast.StrLit: STRING, ast.BoolLit: BOOLEAN}
 _EXPR_CHECKS = {getattr(ast, name[5:]): method for name, method in vars(Expressions).items()
-                if name.startswith("expr_")}
+                if name.startswith("expr_")} | dict.fromkeys(LITERAL_TYPES, Expressions.literal)

@@ -18,23 +18,8 @@ from ..cvalue import CValue, dtype_of
 from ..ops.conversions import device_conversion, lower_conversion
 from ..ops.lowering import too_deep
 from ..symbols import ConstSymbol, RoutineSymbol, ShapeVarSymbol, TypeSymbol, VarSymbol
-from ..types import (
-    BOOLEAN,
-    FLOAT32,
-    FLOAT64,
-    INTEGER,
-    INTEGER_RANGES,
-    STRING,
-    Array,
-    Record,
-    Scalar,
-    Tensor,
-    Tracked,
-    Type,
-    needs_drop,
-    plain,
-    substitute,
-)
+from ..types import (BOOLEAN, FLOAT32, FLOAT64, INTEGER, INTEGER_RANGES, STRING, Array, Record, Scalar, Tensor, Tracked,
+                     Type, needs_drop, plain, substitute)
 from .device import uses_device
 
 NON_FINITE = {"inf": "__builtin_inf()", "-inf": "(-__builtin_inf())", "nan": '__builtin_nan("")'}
@@ -463,12 +448,12 @@ class Expressions:
         records = self.f.tape.in_window and isinstance(self.f.concrete(e.ty), Tracked)
         if isinstance(target, TypeSymbol):
             if uses_device(e) and not records:
-                return device_conversion(self.f, e)
-            return lower_conversion(self.f, e)
+                return device_conversion(self.f.op_context, e)
+            return lower_conversion(self.f.op_context, e)
         op = ops.OPS[e.callee.ident]
         if uses_device(e) and not records:
-            return op.device(self.f, e)  # the analyzer admits GPU operands only where there is one
-        return op.lower(self.f, e)
+            return op.device(self.f.op_context, e)  # the analyzer admits GPU operands only where there is one
+        return op.lower(self.f.op_context, e)
 
     def routine_call(self, e: ast.Call, routine: RoutineSymbol) -> CValue:
         binding = {k: (self.f.binding[v] if isinstance(v, str) else v) for k, v in (e.binding or {}).items()}

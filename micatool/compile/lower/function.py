@@ -1,7 +1,8 @@
 """One C function (the main body, or one instance of a routine), lowered by parts
 composed here: the emitter, which owns the lines, temporaries and scopes;
 statements; expressions; the tape; the device. Each part reaches the others
-through this object, and the vocabulary's lowerings (ops/) get it as `f`.
+through this object; the vocabulary's lowerings (ops/) get the narrow view of
+it, op_context (ops.lowering.LowerContext), as `f`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from ..ctypes import c_name, c_symbol
 from ..cvalue import CValue
 from ..symbols import RoutineSymbol, VarSymbol
 from ..types import STREAM, Type, needs_drop, plain, storage_bytes, substitute
+from ..ops.lowering import LowerContext
 from .device import Device
 from .emitter import Emitter
 from .expressions import Expressions, passed_by_pointer
@@ -40,6 +42,7 @@ class FunctionLowering:
         self.tape = Tape(self)
         self.device = Device(self)
         self.tasks = Tasks(self)
+        self.op_context = LowerContext(self)  # what an op's lowering sees of this function
 
     def concrete(self, t: Type) -> Type:
         return substitute(t, self.binding) if self.binding else t

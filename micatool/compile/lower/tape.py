@@ -178,12 +178,12 @@ class Tape:
         left_tracked = isinstance(self.f.concrete(e.left.ty), Tracked)
         right_tracked = isinstance(self.f.concrete(e.right.ty), Tracked)
         op = e.op
-        attention = attention_parts(self.f, e, t)
+        attention = attention_parts(self.f.op_context, e, t)
         if attention:
-            return self.node_value(record_attention(self, attention, t, line), t)
-        plus = product_plus_parts(self.f, e, t)
+            return self.node_value(record_attention(self.f.op_context, attention, t, line), t)
+        plus = product_plus_parts(self.f.op_context, e, t)
         if plus:
-            return self.node_value(record_product_plus(self, plus, t, line), t)
+            return self.node_value(record_product_plus(self.f.op_context, plus, t, line), t)
         if isinstance(lt, Tensor) and isinstance(rt, Tensor) and lt.rank and rt.rank:
             return self.node_value(self.record_tensor_pair(op, e, lt, rt, t), t)
         if _scalar_like(lt) and _scalar_like(rt) and left_tracked and right_tracked:

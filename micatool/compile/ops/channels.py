@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import ast
 from ..cvalue import CValue
 from ..types import BOOLEAN, ERROR, VOID, Channel, ErrorType, Type, needs_drop, plain
-from . import define
+from .registry import define
 from .checking import arity, is_integer, wrong
 from .lowering import NOTHING
 
@@ -53,10 +53,10 @@ def check_new_channel(a, call, expected):
 
 
 def lower_new_channel(f, call: ast.Call) -> CValue:
-    place = f.exprs.place(call.args[0].place)
+    place = f.place(call.args[0].place)
     element = f.concrete(plain(place.type).element)
-    capacity = f.exprs.value(call.args[1]).text
-    f.emit.line(f"mica_channel_new(&{place.text}, sizeof({f.ctype(element)}), {capacity}, {call.pos.line});")
+    capacity = f.value(call.args[1]).text
+    f.line(f"mica_channel_new(&{place.text}, sizeof({f.ctype(element)}), {capacity}, {call.pos.line});")
     return NOTHING
 
 
@@ -80,13 +80,13 @@ def check_send(a, call, channel):
 
 
 def lower_send(f, call: ast.Call) -> CValue:
-    channel = f.exprs.value(call.args[0])
+    channel = f.value(call.args[0])
     element = f.concrete(channel.type.element)
-    value = f.exprs.convert(f.exprs.untracked(f.exprs.value(call.args[1], element)), element, call.pos.line)
+    value = f.convert(f.untracked(f.value(call.args[1], element)), element, call.pos.line)
     if needs_drop(element) and not value.owned:  # the queue owns what it holds
         value = CValue(f.types.copy(element, value.text), element, owned=True)
-    held = f.emit.declare(element, value.text)  # an owned value moves in: no drop here
-    f.emit.line(f"mica_channel_send({channel.text}, &{held}, {call.pos.line});")
+    held = f.declare(element, value.text)  # an owned value moves in: no drop here
+    f.line(f"mica_channel_send({channel.text}, &{held}, {call.pos.line});")
     return NOTHING
 
 
@@ -102,13 +102,13 @@ def check_receive(a, call, channel):
 
 
 def lower_receive(f, call: ast.Call) -> CValue:
-    channel = f.exprs.value(call.args[0])
+    channel = f.value(call.args[0])
     element = f.concrete(channel.type.element)
-    place = f.exprs.place(call.args[1].place)
-    held = f.emit.declare(element)
-    got = f.emit.declare(BOOLEAN, f"mica_channel_receive({channel.text}, &{held}, {call.pos.line})")
+    place = f.place(call.args[1].place)
+    held = f.declare(element)
+    got = f.declare(BOOLEAN, f"mica_channel_receive({channel.text}, &{held}, {call.pos.line})")
     store = f.types.move(element, place.text, held) if needs_drop(element) else f"{place.text} = {held};"
-    f.emit.line(f"if ({got}) {store}")
+    f.line(f"if ({got}) {store}")
     return CValue(got, BOOLEAN)
 
 
@@ -118,7 +118,7 @@ def check_close_channel(a, call, expected):
 
 
 def lower_close_channel(f, call: ast.Call) -> CValue:
-    f.emit.line(f"mica_channel_close({f.exprs.value(call.args[0]).text}, {call.pos.line});")
+    f.line(f"mica_channel_close({f.value(call.args[0]).text}, {call.pos.line});")
     return NOTHING
 
 

@@ -96,6 +96,17 @@ def one_argument(a, call: ast.Call) -> Type:
     return a.expr(call.args[0])
 
 
+def matrix_argument(a, call: ast.Call, wanted: str) -> Type:
+    """The type of the call's one argument, a float tensor of two dimensions or
+    more, or ERROR once a diagnostic says why not (`wanted` as wrong() says it)."""
+    t = one_argument(a, call)
+    if isinstance(t, ErrorType) or not tensor_arg(a, call, call.args[0], t):
+        return ERROR
+    if plain(t).rank < 2:
+        return wrong(a, call, call.args[0], t, wanted)
+    return t
+
+
 def argument_types(a, call: ast.Call, count: int) -> list[Type] | None:
     """The types of the call's `count` arguments, or None once a diagnostic says why
     not (a wrong count, or an argument in error)."""

@@ -11,7 +11,7 @@ from .. import ast, residency
 from ..ctypes import c_name, c_string_literal
 from ..cvalue import CValue
 from ..types import BOOLEAN, ERROR, VOID, Array, ErrorType, Record, Scalar, Tensor, Tracked, Type, plain
-from . import define
+from .registry import define
 from .checking import arity, host_only, wrong
 from .lowering import NOTHING
 
@@ -130,22 +130,17 @@ def checkpoint_description(analysis, leaves: list[tuple[str, Type, str]]) -> str
 
 
 def lower_checkpoint(f, call: ast.Call) -> CValue:
-    path = f.exprs.borrow(f.exprs.value(call.args[0])).text
+    path = f.borrow(f.value(call.args[0])).text
     leaves = []
     for arg in call.args[1:]:
-        leaves += checkpoint_entries(f, place_path(arg), f.exprs.place(arg).text, f.concrete(arg.ty))
-    table = f.emit.fresh()
-    f.emit.line(f"mica_entry {table}[] = {{")
-    for _, _, entry in leaves:
-        f.emit.line(f"    {entry},")
-    f.emit.line("};")
-    f.emit.declared = True
+        leaves += checkpoint_entries(f, place_path(arg), f.place(arg).text, f.concrete(arg.ty))
+    table = f.declare_array("mica_entry", [entry for _, _, entry in leaves])
     count, line = len(leaves), call.pos.line
     if call.callee.ident == "Save":
-        description = c_string_literal(checkpoint_description(f.lowering.analysis, leaves))
-        f.emit.line(f"mica_save({path}, {table}, {count}, {description}, {line});")
+        description = c_string_literal(checkpoint_description(f.analysis, leaves))
+        f.line(f"mica_save({path}, {table}, {count}, {description}, {line});")
         return NOTHING
-    must = "true" if f.discarded is call else "false"
+    must = "true" if f.result_unused(call) else "false"
     return CValue(f"mica_load({path}, {table}, {count}, {must}, {line})", Scalar("boolean"))
 
 

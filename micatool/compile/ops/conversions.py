@@ -41,12 +41,12 @@ def check_conversion(a, call: ast.Call, target: Type) -> Type:
 
 def lower_conversion(f, call: ast.Call) -> CValue:
     result = f.concrete(call.ty)
-    if f.tape.in_window and isinstance(result, Tracked):  # the gradient converts back
-        return CValue(f.tape.node(call.args[0], dtype_of(result)), result, node=True)
+    if f.in_window and isinstance(result, Tracked):  # the gradient converts back
+        return CValue(f.node(call.args[0], dtype_of(result)), result, node=True)
     (v,) = args_of(f, call)
-    return f.exprs.convert(v, result, call.pos.line)
+    return f.convert(v, result, call.pos.line)
 
 
 def device_conversion(f, call: ast.Call) -> CValue:
-    x = f.exprs.untracked(f.exprs.value(call.args[0]))
-    return f.device.as_element(x, plain(f.concrete(call.ty)).element, call.pos.line)
+    x = f.untracked(f.value(call.args[0]))
+    return f.as_element(x, plain(f.concrete(call.ty)).element, call.pos.line)

@@ -1,6 +1,7 @@
-"""Elementwise functions of numbers and float tensors: Tanh, Exp, Log, Sqrt, Relu,
-Gelu, Silu, Sigmoid, Sin, Cos and Abs of floats, and Mul, the elementwise product
-of two tensors of one shape."""
+"""Elementwise functions of numbers and float tensors, one op for each row of
+the table of elementwise functions (element_functions.py; Abs, which takes
+integers too, is numbers.py's), and Mul, the elementwise product of two
+tensors of one shape."""
 
 from __future__ import annotations
 
@@ -9,15 +10,10 @@ from ..ctypes import SUFFIX
 from ..cvalue import CValue, dtype_of
 from ..symbols import RoutineSymbol, TypeSymbol
 from ..types import ERROR, INT32, ErrorType, Scalar, Tensor, element_count, element_of, plain
-from . import TapeRecord, define
-from .checking import arity, mixes_dynamic_with_tracked, one_argument, tensor_arg, touch, tracked_if, values
+from .registry import TapeRecord, define
+from .element_functions import BY_NAME, FUNCTIONS
+from .checking import argument_types, mixes_dynamic_with_tracked, one_argument, tensor_arg, touch, tracked_if
 from .lowering import args_of, device_operand, extents, fresh_tensor, node_result, plain_arg, product, recorded, records
-
-# Each function's scalar form in the runtime (mica_math.c), suffixed _f32 or _f64.
-SCALAR_FUNCTIONS = {"Tanh": "mica_tanh", "Exp": "mica_exp", "Log": "mica_log", "Sqrt": "mica_sqrt",
-                    "Relu": "mica_relu", "Gelu": "mica_gelu", "Silu": "mica_silu", "Sigmoid": "mica_sigmoid",
-                    "Abs": "mica_abs", "Sin": "mica_sin", "Cos": "mica_cos"}
-
 
 def check_elementwise(a, call, expected):
     t = one_argument(a, call)
@@ -36,44 +32,46 @@ def check_elementwise(a, call, expected):
 
 
 def lower_elementwise(f, call: ast.Call) -> CValue:
-    name = call.callee.ident
-    kernel = name.lower()
+    kernel = BY_NAME[call.callee.ident].c
     t = plain(f.concrete(call.ty))
     s = SUFFIX[element_of(t)]
     if records(f, call):
-        return node_result(f, call, f.tape.record(kernel, f.concrete(call.ty),
-                                                  [f.tape.node(call.args[0], dtype_of(t))], call.pos.line))
+        return node_result(f, call, f.record(kernel, f.concrete(call.ty),
+                                                  [f.node(call.args[0], dtype_of(t))], call.pos.line))
     if isinstance(t, Scalar):
         x = plain_arg(f, call.args[0], t)
-        return CValue(f"{SCALAR_FUNCTIONS[name]}_{s}({x.text})", t)
+        return CValue(f"mica_{kernel}_{s}({x.text})", t)
     x = plain_arg(f, call.args[0])
     out = fresh_tensor(f, t, x, call.pos.line)
-    f.emit.line(f"mica_each_{kernel}_{s}({out.text}.e, {f.exprs.data(x)}, {product(extents(f, x))});")
+    f.line(f"mica_each_{kernel}_{s}({out.text}.e, {f.data(x)}, {product(extents(f, x))});")
     return out
 
 
 def device_elementwise(f, call: ast.Call) -> CValue:
     t, x, out = device_operand(f, call)
-    kernel = f"mica_each_{call.callee.ident.lower()}_{SUFFIX[element_of(t)]}"
-    f.device.launch(kernel, call.pos.line, out=f"{out.text}.ptr", x=f.device.data(x, call.pos.line), n=element_count(t))
+    kernel = f"mica_each_{BY_NAME[call.callee.ident].c}_{SUFFIX[element_of(t)]}"
+    f.launch(kernel, call.pos.line, out=f"{out.text}.ptr", x=f.device_data(x, call.pos.line), n=element_count(t))
     return out
 
 
-for _name in SCALAR_FUNCTIONS:
-    if _name != "Abs":  # Abs of an integer is a number's (numbers.py)
-        _kernel = _name.lower()
-        define(_name, records=True, check=check_elementwise, lower=lower_elementwise, device=device_elementwise,
-               kernels=[f"each_{_kernel}"],
-               tape={_kernel: TapeRecord([f"each_{_kernel}"], [f"{_kernel}_back"], each=True)})
+def each_record(function) -> dict[str, TapeRecord]:
+    """The device-tape record of an elementwise function: the runtime's generic node
+    (mica_gt_each) with the function's two kernels."""
+    return {function.c: TapeRecord([f"each_{function.c}"], [f"{function.c}_back"], each=True)}
+
+
+for _function in FUNCTIONS:
+    if _function.name != "Abs":  # Abs of an integer is a number's (numbers.py)
+        define(_function.name, records=True, check=check_elementwise, lower=lower_elementwise,
+               device=device_elementwise, kernels=[f"each_{_function.c}"], tape=each_record(_function))
 
 
 def check_mul(a, call, expected):
     """Mul(a, b): the elementwise product of two tensors of one shape."""
-    if not arity(a, call, 2):
+    types = argument_types(a, call, 2)
+    if types is None:
         return ERROR
-    left, right = values(a, call)
-    if isinstance(left, ErrorType) or isinstance(right, ErrorType):
-        return ERROR
+    left, right = types
     if not (tensor_arg(a, call, call.args[0], left) and tensor_arg(a, call, call.args[1], right)):
         return ERROR
     if mixes_dynamic_with_tracked(a, call, [left, right]):
@@ -112,17 +110,17 @@ def plain_mul(f, call: ast.Call) -> CValue:
         r, c = args_of(f, outer)
         if p is None:  # the operands in the source's order
             p = plain_arg(f, product)
-        out = f.emit.declare_uninitialized(t)
-        f.emit.line(f"mica_rescale_i32_{suffix}({out}.e, {f.exprs.data(p)}, {f.exprs.data(r)}, {f.exprs.data(c)}, "
+        out = f.declare_uninitialized(t)
+        f.line(f"mica_rescale_i32_{suffix}({out}.e, {f.data(p)}, {f.data(r)}, {f.data(c)}, "
                     f"{t.shape[0]}, {t.shape[1]});")
         return CValue(out, t, lvalue=True)
     left, right = args_of(f, call)
     if t.is_dynamic:
-        a = f.exprs.borrow(f.exprs.convert(left, t, call.pos.line)).text
-        b = f.exprs.borrow(f.exprs.convert(right, t, call.pos.line)).text
+        a = f.borrow(f.convert(left, t, call.pos.line)).text
+        b = f.borrow(f.convert(right, t, call.pos.line)).text
         return CValue(f"mica_dyn_mul_{suffix}({a}, {b}, {call.pos.line})", t, owned=True)
-    out = f.emit.declare_uninitialized(t)
-    f.emit.line(f"mica_mul_{suffix}({out}.e, {f.exprs.data(left)}, {f.exprs.data(right)}, {t.count});")
+    out = f.declare_uninitialized(t)
+    f.line(f"mica_mul_{suffix}({out}.e, {f.data(left)}, {f.data(right)}, {t.count});")
     return CValue(out, t, lvalue=True)
 
 
@@ -134,10 +132,10 @@ def lower_mul(f, call: ast.Call) -> CValue:
 
 def device_mul(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
-    a, b = (f.exprs.untracked(f.exprs.value(x)) for x in call.args)
-    out = f.device.temp(t, call.pos.line)
-    f.device.launch(f"mica_mul_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
-                a=f.device.data(a, call.pos.line), b=f.device.data(b, call.pos.line), n=t.count)
+    a, b = (f.untracked(f.value(x)) for x in call.args)
+    out = f.device_temp(t, call.pos.line)
+    f.launch(f"mica_mul_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
+                a=f.device_data(a, call.pos.line), b=f.device_data(b, call.pos.line), n=t.count)
     return out
 
 

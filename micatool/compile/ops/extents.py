@@ -7,7 +7,7 @@ from .. import ast
 from ..ctypes import SUFFIX
 from ..cvalue import CValue
 from ..types import ERROR, INTEGER, STRING, VOID, Array, ErrorType, Tensor, Type, plain
-from . import define
+from .registry import define
 from .checking import arity, is_integer, one_argument, op_name, wrong
 from .lowering import NOTHING, args_of
 
@@ -39,7 +39,7 @@ def lower_length(f, call: ast.Call) -> CValue:
         return known
     (v,) = args_of(f, call)
     t = plain(v.type)
-    v = f.exprs.borrow(v)
+    v = f.borrow(v)
     if t == STRING or isinstance(t, Array):
         return CValue(f"{v.text}.len", INTEGER)
     return CValue(f"{v.text}.rows", INTEGER)
@@ -65,7 +65,7 @@ def lower_extent(f, call: ast.Call) -> CValue:
     if (known := static_extent(f, call, axis)) is not None:
         return known
     (v,) = args_of(f, call)
-    return CValue(f"{f.exprs.borrow(v).text}.{('rows', 'cols')[axis]}", INTEGER)
+    return CValue(f"{f.borrow(v).text}.{('rows', 'cols')[axis]}", INTEGER)
 
 
 define("Rows", check=check_extent, lower=lower_extent)
@@ -90,9 +90,9 @@ def check_set_length(a, call, expected) -> Type:
 
 def lower_set_length(f, call: ast.Call) -> CValue:
     target = call.args[0].place if isinstance(call.args[0], ast.AddressArg) else call.args[0]
-    place = f.exprs.place(target)
-    n = f.exprs.value(call.args[1]).text
-    f.emit.line(f"{f.types.name(plain(place.type))}__resize(&{place.text}, {n}, {call.pos.line});")
+    place = f.place(target)
+    n = f.value(call.args[1]).text
+    f.line(f"{f.types.name(plain(place.type))}__resize(&{place.text}, {n}, {call.pos.line});")
     return NOTHING
 
 
@@ -118,12 +118,12 @@ def check_set_shape(a, call, expected) -> Type:
 
 
 def lower_set_shape(f, call: ast.Call) -> CValue:
-    place = f.exprs.place(call.args[0].place)
-    extents = [f.exprs.value(arg).text for arg in call.args[1:]]
+    place = f.place(call.args[0].place)
+    extents = [f.value(arg).text for arg in call.args[1:]]
     if len(extents) == 1:
         extents.append("1")
     t = plain(place.type)
-    f.emit.line(f"mica_dyn_set_shape_{SUFFIX[t.element]}(&{place.text}, {extents[0]}, {extents[1]}, {call.pos.line});")
+    f.line(f"mica_dyn_set_shape_{SUFFIX[t.element]}(&{place.text}, {extents[0]}, {extents[1]}, {call.pos.line});")
     return NOTHING
 
 

@@ -76,15 +76,15 @@ def attention_parts(f, e: ast.Binary, t: Type):
     return q, k, scale, causal, v
 
 
-def record_attention(tape, parts, t: Type, line: int) -> str:
+def record_attention(f, parts, t: Type, line: int) -> str:
     """The fused node, its operands evaluated in the unfused order: q, k, the scale, v."""
     q, k, scale, causal, v = parts
-    qn, kn = tape.node(q), tape.node(k)
-    s = tape.f.exprs.convert(tape.f.exprs.value(scale), plain(t).element, line).text if scale else "1"
-    vn = tape.node(v)
+    qn, kn = f.node(q), f.node(k)
+    s = f.convert(f.value(scale), plain(t).element, line).text if scale else "1"
+    vn = f.node(v)
     rank, dims = dims_literal(t)
     flag = {True: "true", False: "false"}
-    return tape.record("attention", t, [qn, kn, vn, flag[scale is not None], s, flag[causal], rank, dims], line)
+    return f.record("attention", t, [qn, kn, vn, flag[scale is not None], s, flag[causal], rank, dims], line)
 
 
 def product_plus_parts(f, e: ast.Binary, t: Type):
@@ -103,13 +103,13 @@ def product_plus_parts(f, e: ast.Binary, t: Type):
     return None
 
 
-def record_product_plus(tape, parts, t: Type, line: int) -> str:
+def record_product_plus(f, parts, t: Type, line: int) -> str:
     """The fused node, its operands evaluated in the source's order."""
     r, a, b, r_first = parts
-    rn = tape.node(r) if r_first else None
-    an, bn = tape.node(a), tape.node(b)
-    rn = rn or tape.node(r)
-    ta, tb = (static_tensor(tape.f, x) for x in (a, b))
+    rn = f.node(r) if r_first else None
+    an, bn = f.node(a), f.node(b)
+    rn = rn or f.node(r)
+    ta, tb = (static_tensor(f, x) for x in (a, b))
     batch, m, k, n = shapes.product_extents(ta, tb)
     rank, dims = dims_literal(t)
-    return tape.record("product_plus", t, [an, bn, rn, m, k, n, rank, dims], line)
+    return f.record("product_plus", t, [an, bn, rn, m, k, n, rank, dims], line)

@@ -7,8 +7,8 @@ from .. import ast, residency
 from ..ctypes import SUFFIX
 from ..cvalue import CValue, dims_literal
 from ..types import ERROR, ErrorType, Tensor, plain
-from . import define
-from .checking import arity, records_on_gpu, touch, tracked_if, values, wrong
+from .registry import define
+from .checking import argument_types, arity, records_on_gpu, touch, tracked_if, wrong
 from .lowering import fresh_tensor, node_result, plain_arg, records
 
 
@@ -22,11 +22,10 @@ def _static_image(a, call, arg, t, ranks) -> bool:
 
 def check_conv2d(a, call, expected):
     """Conv2d(x : [C, H, W] or [B, C, H, W], k : [O, C, KH, KW]): valid, stride 1."""
-    if not arity(a, call, 2):
+    types = argument_types(a, call, 2)
+    if types is None:
         return ERROR
-    x, k = values(a, call)
-    if isinstance(x, ErrorType) or isinstance(k, ErrorType):
-        return ERROR
+    x, k = types
     if not (_static_image(a, call, call.args[0], x, (3, 4)) and _static_image(a, call, call.args[1], k, (4,))):
         return ERROR
     if not residency.check_together(a, call, "Conv2d", call.args, [x, k]):
@@ -50,24 +49,24 @@ def lower_conv2d(f, call: ast.Call) -> CValue:
     batch = xt.shape[0] if xt.rank == 4 else 1
     if records(f, call):
         rank, dims = dims_literal(t)
-        return node_result(f, call, f"mica_t_conv2d_{s}({f.tape.node(call.args[0])}, {f.tape.node(call.args[1])}, "
+        return node_result(f, call, f"mica_t_conv2d_{s}({f.node(call.args[0])}, {f.node(call.args[1])}, "
                                     f"{batch}, {rank}, {dims})")
     x, k = plain_arg(f, call.args[0]), plain_arg(f, call.args[1])
     out = fresh_tensor(f, t, None, call.pos.line)
     cin, h, w = xt.shape[-3:]
     cout, _, kh, kw = kt.shape
-    f.emit.line(f"mica_conv2d_{s}({out.text}.e, {f.exprs.data(x)}, {f.exprs.data(k)}, "
+    f.line(f"mica_conv2d_{s}({out.text}.e, {f.data(x)}, {f.data(k)}, "
                 f"{batch}, {cin}, {h}, {w}, {cout}, {kh}, {kw});")
     return out
 
 
 def device_conv2d(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
-    x, k = (f.exprs.untracked(f.exprs.value(a)) for a in call.args)
+    x, k = (f.untracked(f.value(a)) for a in call.args)
     xt, kt = plain(x.type), plain(k.type)
-    out = f.device.temp(t, call.pos.line)
-    f.device.launch(f"mica_conv2d_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
-                x=f.device.data(x, call.pos.line), k=f.device.data(k, call.pos.line),
+    out = f.device_temp(t, call.pos.line)
+    f.launch(f"mica_conv2d_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
+                x=f.device_data(x, call.pos.line), k=f.device_data(k, call.pos.line),
                 batch=xt.shape[0] if xt.rank == 4 else 1, cin=xt.shape[-3], h=xt.shape[-2], w=xt.shape[-1],
                 cout=kt.shape[0], kh=kt.shape[2], kw=kt.shape[3])
     return out
@@ -99,26 +98,26 @@ def lower_pool(f, call: ast.Call) -> CValue:
     size = call.args[1].folded
     if records(f, call):
         rank, dims = dims_literal(t)
-        return node_result(f, call, f"mica_t_{kernel}_{s}({f.tape.node(call.args[0])}, {size}, {rank}, {dims})")
+        return node_result(f, call, f"mica_t_{kernel}_{s}({f.node(call.args[0])}, {size}, {rank}, {dims})")
     x = plain_arg(f, call.args[0])
     xt = plain(x.type)
     h, w = xt.shape[-2:]
     out = fresh_tensor(f, t, None, call.pos.line)
     where = "NULL, " if kernel == "maxpool2d" else ""
-    f.emit.line(f"mica_{kernel}_{s}({out.text}.e, {where}{f.exprs.data(x)}, {xt.count // (h * w)}, {h}, {w}, {size});")
+    f.line(f"mica_{kernel}_{s}({out.text}.e, {where}{f.data(x)}, {xt.count // (h * w)}, {h}, {w}, {size});")
     return out
 
 
 def device_pool(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
-    x = f.exprs.untracked(f.exprs.value(call.args[0]))
+    x = f.untracked(f.value(call.args[0]))
     xt = plain(x.type)
     h, w = xt.shape[-2:]
-    out = f.device.temp(t, call.pos.line)
+    out = f.device_temp(t, call.pos.line)
     name = call.callee.ident.lower()
     extra = {"where": 0} if name == "maxpool2d" else {}
-    f.device.launch(f"mica_{name}_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
-                x=f.device.data(x, call.pos.line), planes=xt.count // (h * w), h=h, w=w,
+    f.launch(f"mica_{name}_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
+                x=f.device_data(x, call.pos.line), planes=xt.count // (h * w), h=h, w=w,
                 size=call.args[1].folded, **extra)
     return out
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from .. import ast
 from ..cvalue import CValue
 from ..types import FLOAT64, INTEGER, STRING, VOID, Array, Type, plain
-from . import define
+from .registry import define
 from .checking import check_signature
 from .lowering import NOTHING, borrowed_arg
 
@@ -25,15 +25,15 @@ def runtime_call(function: str, result: Type | None, with_line: bool = False, wi
             if not isinstance(arg, ast.AddressArg):
                 args.append(borrowed_arg(f, arg))
                 continue
-            place = f.exprs.place(arg.place).text
+            place = f.place(arg.place).text
             args.extend([f"&{place}.len", f"&{place}.e"] if plain(arg.place.ty) == STRINGS else [f"&{place}"])
         if with_must:
-            args.append("true" if f.discarded is call else "false")
+            args.append("true" if f.result_unused(call) else "false")
         if with_line:
             args.append(str(call.pos.line))
         text = f"{function}({', '.join(args)})"
         if result is None:
-            f.emit.line(text + ";")
+            f.line(text + ";")
             return NOTHING
         return CValue(text, result, owned=result == STRING)
 

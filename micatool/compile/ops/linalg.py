@@ -7,7 +7,7 @@ from .. import ast
 from ..ctypes import SUFFIX
 from ..cvalue import CValue
 from ..types import BOOLEAN, ERROR, ErrorType, Scalar, Tensor, plain
-from . import define
+from .registry import define
 from .checking import arity, host_only, plain_only, wrong
 from .lowering import plain_arg
 
@@ -59,11 +59,11 @@ def lower_linear_algebra(f, call: ast.Call) -> CValue:
     element_type = plain(f.concrete(call.args[0].ty)).element
     for arg in call.args:
         if isinstance(arg, ast.AddressArg):
-            args.append(f"&{f.exprs.place(arg.place).text}")
+            args.append(f"&{f.place(arg.place).text}")
         else:
             v = plain_arg(f, arg)
             dynamic = Tensor(element_type, None, plain(v.type).rank)
-            args.append(f.exprs.borrow(f.exprs.convert(v, dynamic, call.pos.line)).text)
+            args.append(f.borrow(f.convert(v, dynamic, call.pos.line)).text)
     ranks = ""
     if name == "solve":
         ranks = f", {plain(f.concrete(call.args[1].ty)).rank}"

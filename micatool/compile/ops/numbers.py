@@ -6,9 +6,10 @@ from __future__ import annotations
 from .. import ast
 from ..cvalue import CValue
 from ..types import BOOLEAN, ERROR, FLOAT32, FLOAT64, INTEGER, STRING, ErrorType, Scalar, Tensor, plain
-from . import TapeRecord, define
+from .registry import define
 from .checking import argument_types, check_signature, is_number, one_argument, op_name, plain_only, wrong
-from .elementwise import device_elementwise, lower_elementwise
+from .element_functions import BY_NAME
+from .elementwise import device_elementwise, each_record, lower_elementwise
 from .lowering import args_of
 from .reductions import check_reduce, device_reduce, lower_reduce
 
@@ -31,8 +32,8 @@ def lower_min_max(f, call: ast.Call) -> CValue:
     if len(call.args) == 1:
         return lower_reduce(f, call)
     t = plain(f.concrete(call.ty))
-    a, b = (f.exprs.convert(v, t, call.pos.line) for v in args_of(f, call))
-    left, right = f.exprs.materialize(a), f.exprs.materialize(b)
+    a, b = (f.convert(v, t, call.pos.line) for v in args_of(f, call))
+    left, right = f.materialize(a), f.materialize(b)
     compare = "<" if call.callee.ident == "Min" else ">"
     return CValue(f"({left.text} {compare} {right.text} ? {left.text} : {right.text})", t)
 
@@ -59,12 +60,12 @@ def lower_abs(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     if not (isinstance(t, Scalar) and t.is_integer):
         return lower_elementwise(f, call)  # floats, tensors and tracked values
-    x = f.exprs.materialize(args_of(f, call)[0]).text
+    x = f.materialize(args_of(f, call)[0]).text
     return CValue(f"({x} < 0 ? mica_neg({x}, {call.pos.line}) : {x})", INTEGER)
 
 
 define("Abs", records=True, check=check_abs, lower=lower_abs, device=device_elementwise, kernels=["each_abs"],
-       tape={"abs": TapeRecord(["each_abs"], ["abs_back"], each=True)})
+       tape=each_record(BY_NAME["Abs"]))
 
 
 def lower_odd(f, call: ast.Call) -> CValue:
@@ -77,7 +78,7 @@ define("Odd", check=check_signature([INTEGER], BOOLEAN), lower=lower_odd)
 
 def lower_round(f, call: ast.Call) -> CValue:
     (v,) = args_of(f, call)
-    x = f.exprs.convert(v, FLOAT64, call.pos.line).text
+    x = f.convert(v, FLOAT64, call.pos.line).text
     return CValue(f"mica_{call.callee.ident.lower()}({x}, {call.pos.line})", INTEGER)
 
 
@@ -89,7 +90,7 @@ def lower_float_to_str(f, call: ast.Call) -> CValue:
     (v,) = args_of(f, call)
     if plain(v.type) == FLOAT32:
         return CValue(f"mica_str_of_f32({v.text})", STRING, owned=True)
-    return CValue(f"mica_str_of_f64({f.exprs.convert(v, FLOAT64, call.pos.line).text})", STRING, owned=True)
+    return CValue(f"mica_str_of_f64({f.convert(v, FLOAT64, call.pos.line).text})", STRING, owned=True)
 
 
 define("FloatToStr", check=check_signature([FLOAT64], STRING), lower=lower_float_to_str)

@@ -6,7 +6,7 @@ record under these names; `*` of two tensors elementwise is Mul's record.
 
 from __future__ import annotations
 
-from . import TapeRecord, record_on_tape
+from .registry import TapeRecord, record_on_tape
 
 record_on_tape({
     "add": TapeRecord(["add"], ["accumulate"]),

@@ -7,7 +7,7 @@ from .. import ast, residency
 from ..ctypes import SUFFIX
 from ..cvalue import CValue
 from ..types import BOOLEAN, STREAM, STRING, VOID, ErrorType, Scalar, Tensor, Type, plain
-from . import define
+from .registry import define
 from .checking import check_signature, is_integer
 from .lowering import NOTHING
 
@@ -58,27 +58,27 @@ def check_write(a, call: ast.Call, expected) -> Type:
 def lower_write(f, call: ast.Call) -> CValue:
     args, to = call.args, OUTPUT
     if args and args[0].ty == STREAM:
-        stream = f.exprs.value(args[0]).text
-        to = stream if stream == OUTPUT else f.emit.declare(STREAM, f"mica_writable({stream}, {call.pos.line})")
+        stream = f.value(args[0]).text
+        to = stream if stream == OUTPUT else f.declare(STREAM, f"mica_writable({stream}, {call.pos.line})")
         args = args[1:]
     for arg in args:
         width, decimals = "0", "-1"
         if isinstance(arg, ast.FormatArg):
-            width = f.exprs.value(arg.width).text
+            width = f.value(arg.width).text
             if arg.decimals is not None:
-                decimals = f.exprs.value(arg.decimals).text
+                decimals = f.value(arg.decimals).text
             arg = arg.value
-        value = f.exprs.untracked(f.exprs.value(arg))
-        f.emit.line(_write_statement(f, to, value, width, decimals) + ";")
+        value = f.untracked(f.value(arg))
+        f.line(_write_statement(f, to, value, width, decimals) + ";")
     if call.callee.ident == "WriteLn":
-        f.emit.line(f"mica_writeln({to});")
+        f.line(f"mica_writeln({to});")
     return NOTHING
 
 
 def _write_statement(f, to: str, value: CValue, width: str, decimals: str) -> str:
     t = plain(value.type)
     if t == STRING:
-        return f"mica_write_str({to}, {f.exprs.borrow(value).text}, {width})"
+        return f"mica_write_str({to}, {f.borrow(value).text}, {width})"
     if t == BOOLEAN:
         return f"mica_write_bool({to}, {value.text}, {width})"
     if isinstance(t, Scalar) and t.is_integer:
@@ -86,7 +86,7 @@ def _write_statement(f, to: str, value: CValue, width: str, decimals: str) -> st
     if isinstance(t, Scalar):
         return f"mica_write_{SUFFIX[t]}({to}, {value.text}, {width}, {decimals})"
     suffix = SUFFIX[t.element]
-    data, count = f.exprs.data(value), f.exprs.count(f.exprs.borrow(value))
+    data, count = f.data(value), f.count(f.borrow(value))
     if t.element.is_integer:
         plural = {"i64": "ints"}.get(suffix, suffix + "s")
         return f"mica_write_{plural}({to}, {data}, {count}, {width})"

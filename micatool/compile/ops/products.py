@@ -8,18 +8,17 @@ from .. import ast, residency
 from ..ctypes import SUFFIX
 from ..cvalue import CValue
 from ..types import ERROR, ErrorType, Tensor, Tracked, element_count, element_of, is_tracked, plain
-from . import TapeRecord, define
+from .registry import TapeRecord, define
 from .checking import (
     argument_types,
     last_dim,
+    matrix_argument,
     mixes_dynamic_with_tracked,
-    one_argument,
     records_on_gpu,
     same_extent,
     tensor_arg,
     touch,
     tracked_if,
-    wrong,
 )
 from .lowering import args_of, extents, fresh_tensor, node_result, plain_arg, recorded, records
 
@@ -52,20 +51,20 @@ def lower_dot(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     s = SUFFIX[element_of(t)]
     if records(f, call):
-        return node_result(f, call, f"mica_t_dot_{s}({f.tape.node(call.args[0])}, {f.tape.node(call.args[1])})")
+        return node_result(f, call, f"mica_t_dot_{s}({f.node(call.args[0])}, {f.node(call.args[1])})")
     a, b = plain_arg(f, call.args[0]), plain_arg(f, call.args[1])
     n = extents(f, a)[0]
     if plain(a.type).is_dynamic or plain(b.type).is_dynamic:
-        f.emit.line(f'mica_check_shape({extents(f, b)[0]}, {n}, {call.pos.line}, "elements");')
-    return CValue(f"mica_dot_{s}({f.exprs.data(a)}, {f.exprs.data(b)}, {n})", t)
+        f.line(f'mica_check_shape({extents(f, b)[0]}, {n}, {call.pos.line}, "elements");')
+    return CValue(f"mica_dot_{s}({f.data(a)}, {f.data(b)}, {n})", t)
 
 
 def device_dot(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
-    a, b = (f.exprs.untracked(f.exprs.value(x)) for x in call.args)
-    out = f.device.temp(t, call.pos.line)
-    f.device.launch(f"mica_dot_{SUFFIX[element_of(t)]}", call.pos.line, out=f"{out.text}.ptr",
-                a=f.device.data(a, call.pos.line), b=f.device.data(b, call.pos.line), n=element_count(a.type))
+    a, b = (f.untracked(f.value(x)) for x in call.args)
+    out = f.device_temp(t, call.pos.line)
+    f.launch(f"mica_dot_{SUFFIX[element_of(t)]}", call.pos.line, out=f"{out.text}.ptr",
+                a=f.device_data(a, call.pos.line), b=f.device_data(b, call.pos.line), n=element_count(a.type))
     return out
 
 
@@ -76,20 +75,20 @@ def lower_outer(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     s = SUFFIX[t.element]
     if records(f, call):
-        return node_result(f, call, f"mica_t_outer_{s}({f.tape.node(call.args[0])}, {f.tape.node(call.args[1])})")
+        return node_result(f, call, f"mica_t_outer_{s}({f.node(call.args[0])}, {f.node(call.args[1])})")
     a, b = plain_arg(f, call.args[0]), plain_arg(f, call.args[1])
     m, n = extents(f, a)[0], extents(f, b)[0]
     out = fresh_tensor(f, t, None, call.pos.line, [m, n])
-    f.emit.line(f"mica_outer_{s}({out.text}.e, {f.exprs.data(a)}, {f.exprs.data(b)}, {m}, {n});")
+    f.line(f"mica_outer_{s}({out.text}.e, {f.data(a)}, {f.data(b)}, {m}, {n});")
     return out
 
 
 def device_outer(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
-    a, b = (f.exprs.untracked(f.exprs.value(x)) for x in call.args)
-    out = f.device.temp(t, call.pos.line)
-    f.device.launch(f"mica_outer_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
-                a=f.device.data(a, call.pos.line), b=f.device.data(b, call.pos.line), m=t.shape[0], n=t.shape[1])
+    a, b = (f.untracked(f.value(x)) for x in call.args)
+    out = f.device_temp(t, call.pos.line)
+    f.launch(f"mica_outer_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
+                a=f.device_data(a, call.pos.line), b=f.device_data(b, call.pos.line), m=t.shape[0], n=t.shape[1])
     return out
 
 
@@ -97,12 +96,10 @@ define("Outer", records=True, check=check_dot, lower=lower_outer, device=device_
 
 
 def check_transpose(a, call, expected):
-    t = one_argument(a, call)
-    if isinstance(t, ErrorType) or not tensor_arg(a, call, call.args[0], t):
+    t = matrix_argument(a, call, "a matrix, or a tensor whose last two dimensions swap")
+    if isinstance(t, ErrorType):
         return ERROR
     p = plain(t)
-    if p.rank < 2:
-        return wrong(a, call, call.args[0], t, "a matrix, or a tensor whose last two dimensions swap")
     a.note_tracked_op(t)
     if p.is_dynamic:
         return Tensor(p.element, None, 2, p.on_gpu)
@@ -115,11 +112,11 @@ def plain_transpose(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     suffix = SUFFIX[t.element]
     if t.is_dynamic:
-        return CValue(f"mica_dyn_transpose_{suffix}({f.exprs.borrow(v).text}, {call.pos.line})", t, owned=True)
+        return CValue(f"mica_dyn_transpose_{suffix}({f.borrow(v).text}, {call.pos.line})", t, owned=True)
     source = plain(v.type)
     rows, cols = source.shape[-2:]
-    out = f.emit.declare_uninitialized(t)
-    f.emit.line(f"mica_transpose_{suffix}({out}.e, {f.exprs.data(v)}, {source.count // (rows * cols)}, "
+    out = f.declare_uninitialized(t)
+    f.line(f"mica_transpose_{suffix}({out}.e, {f.data(v)}, {source.count // (rows * cols)}, "
                 f"{rows}, {cols});")
     return CValue(out, t, lvalue=True)
 
@@ -132,11 +129,11 @@ def lower_transpose(f, call: ast.Call) -> CValue:
 
 def device_transpose(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
-    x = f.exprs.untracked(f.exprs.value(call.args[0]))
+    x = f.untracked(f.value(call.args[0]))
     rows, cols = plain(x.type).shape[-2:]
-    out = f.device.temp(t, call.pos.line)
-    f.device.launch(f"mica_transpose_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
-                a=f.device.data(x, call.pos.line), batch=t.count // (rows * cols), rows=rows, cols=cols)
+    out = f.device_temp(t, call.pos.line)
+    f.launch(f"mica_transpose_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
+                a=f.device_data(x, call.pos.line), batch=t.count // (rows * cols), rows=rows, cols=cols)
     return out
 
 

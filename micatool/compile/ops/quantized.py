@@ -16,7 +16,7 @@ from .. import ast, residency
 from ..ctypes import SUFFIX
 from ..cvalue import CValue, dtype_of
 from ..types import ERROR, FLOAT32, FLOAT64, INT8, INTEGER, UINT8, VOID, ErrorType, Tensor, Type, plain
-from . import define
+from .registry import define
 from .checking import arity, is_integer, is_number, plain_only, wrong
 from .lowering import NOTHING, extents, fresh_tensor, plain_arg, product, storage
 
@@ -93,8 +93,8 @@ def host_numbers(a, call, scale: Type, zero: Type) -> bool:
 
 def scale_and_zero(f, call: ast.Call, element) -> tuple[str, str]:
     """The C of arguments 2 and 3: the scale in the float type `element`, the zero point an integer."""
-    scale = f.exprs.convert(f.exprs.value(call.args[1]), element, call.pos.line).text
-    zero = f.exprs.convert(f.exprs.value(call.args[2]), INTEGER, call.pos.line).text
+    scale = f.convert(f.value(call.args[1]), element, call.pos.line).text
+    zero = f.convert(f.value(call.args[2]), INTEGER, call.pos.line).text
     return scale, zero
 
 
@@ -102,13 +102,13 @@ def lower_quantize(f, call: ast.Call) -> CValue:
     x = plain_arg(f, call.args[0])
     element = plain(x.type).element
     scale, zero = scale_and_zero(f, call, element)
-    place = f.exprs.place(call.args[3].place)
+    place = f.place(call.args[3].place)
     data, count = storage(f, place)
     n = product(extents(f, x))
     if plain(x.type).is_dynamic or plain(place.type).is_dynamic:
-        f.emit.line(f'mica_check_shape({count}, {n}, {call.pos.line}, "elements to receive the quantized ones");')
+        f.line(f'mica_check_shape({count}, {n}, {call.pos.line}, "elements to receive the quantized ones");')
     qs = SUFFIX[plain(place.type).element]
-    f.emit.line(f"mica_quantize_{qs}_{SUFFIX[element]}({data}, {f.exprs.data(x)}, {n}, {scale}, {zero}, "
+    f.line(f"mica_quantize_{qs}_{SUFFIX[element]}({data}, {f.data(x)}, {n}, {scale}, {zero}, "
                 f"{call.pos.line});")
     return NOTHING
 
@@ -117,11 +117,11 @@ def device_quantize(f, call: ast.Call) -> CValue:
     x = plain_arg(f, call.args[0])
     element = plain(x.type).element
     scale, zero = scale_and_zero(f, call, element)
-    q = f.exprs.place(call.args[3].place)
+    q = f.place(call.args[3].place)
     base = f"mica_quantize_{SUFFIX[plain(q.type).element]}"
-    f.lowering.kernels.add(f"{base}_{SUFFIX[element]}")
-    f.emit.line(f'mica_gpu_quantize(&{q.text}, "{base}", {dtype_of(x.type)}, '
-                f"{f.exprs.materialize(f.exprs.borrow(x)).text}, {plain(x.type).count}, {scale}, {zero}, "
+    f.uses_kernel(f"{base}_{SUFFIX[element]}")
+    f.line(f'mica_gpu_quantize(&{q.text}, "{base}", {dtype_of(x.type)}, '
+                f"{f.materialize(f.borrow(x)).text}, {plain(x.type).count}, {scale}, {zero}, "
                 f"{call.pos.line});")
     return NOTHING
 
@@ -155,7 +155,7 @@ def lower_dequantize(f, call: ast.Call) -> CValue:
     scale, zero = scale_and_zero(f, call, t.element)
     out = fresh_tensor(f, t, q, call.pos.line)
     qs = SUFFIX[plain(q.type).element]
-    f.emit.line(f"mica_dequantize_{SUFFIX[t.element]}_{qs}({out.text}.e, {f.exprs.data(q)}, "
+    f.line(f"mica_dequantize_{SUFFIX[t.element]}_{qs}({out.text}.e, {f.data(q)}, "
                 f"{product(extents(f, q))}, {scale}, {zero});")
     return out
 
@@ -164,9 +164,9 @@ def device_dequantize(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     q = plain_arg(f, call.args[0])
     scale, zero = scale_and_zero(f, call, t.element)
-    out = f.device.temp(t, call.pos.line)
-    f.device.launch(f"mica_dequantize_{SUFFIX[plain(q.type).element]}_{SUFFIX[t.element]}", call.pos.line,
-                    out=f"{out.text}.ptr", q=f.device.data(q, call.pos.line), n=t.count, scale=scale, zero=zero)
+    out = f.device_temp(t, call.pos.line)
+    f.launch(f"mica_dequantize_{SUFFIX[plain(q.type).element]}_{SUFFIX[t.element]}", call.pos.line,
+                    out=f"{out.text}.ptr", q=f.device_data(q, call.pos.line), n=t.count, scale=scale, zero=zero)
     return out
 
 
@@ -200,19 +200,19 @@ def check_quantize_rows(a, call, expected):
 def lower_quantize_rows(f, call: ast.Call) -> CValue:
     x = plain_arg(f, call.args[0])
     rows, cols = plain(x.type).shape
-    q, scales = (f.exprs.place(arg.place) for arg in call.args[1:])
-    f.emit.line(f"mica_quantize_rows_i8_{SUFFIX[plain(x.type).element]}({q.text}.e, {scales.text}.e, "
-                f"{f.exprs.data(x)}, {rows}, {cols}, {call.pos.line});")
+    q, scales = (f.place(arg.place) for arg in call.args[1:])
+    f.line(f"mica_quantize_rows_i8_{SUFFIX[plain(x.type).element]}({q.text}.e, {scales.text}.e, "
+                f"{f.data(x)}, {rows}, {cols}, {call.pos.line});")
     return NOTHING
 
 
 def device_quantize_rows(f, call: ast.Call) -> CValue:
     x = plain_arg(f, call.args[0])
     rows, cols = plain(x.type).shape
-    q, scales = (f.exprs.place(arg.place) for arg in call.args[1:])
-    f.lowering.kernels.add(f"mica_quantize_rows_i8_{SUFFIX[plain(x.type).element]}")
-    f.emit.line(f"mica_gpu_quantize_rows(&{q.text}, &{scales.text}, {dtype_of(x.type)}, "
-                f"{f.exprs.materialize(f.exprs.borrow(x)).text}, {rows}, {cols}, {call.pos.line});")
+    q, scales = (f.place(arg.place) for arg in call.args[1:])
+    f.uses_kernel(f"mica_quantize_rows_i8_{SUFFIX[plain(x.type).element]}")
+    f.line(f"mica_gpu_quantize_rows(&{q.text}, &{scales.text}, {dtype_of(x.type)}, "
+                f"{f.materialize(f.borrow(x)).text}, {rows}, {cols}, {call.pos.line});")
     return NOTHING
 
 

@@ -7,9 +7,10 @@ from .. import ast, residency
 from ..ctypes import SUFFIX
 from ..cvalue import CValue
 from ..types import ERROR, ErrorType, Tensor, element_count, element_of, plain
-from . import TapeRecord, define
-from .checking import one_argument, tensor_arg, touch, tracked_if, wrong
-from .lowering import device_operand, extents, fresh_tensor, plain_arg, product, recorded, records, rows_cols
+from .registry import TapeRecord, define
+from .checking import matrix_argument, one_argument, tensor_arg, touch, tracked_if
+from .lowering import (device_operand, extents, fresh_tensor, host_operand, plain_arg, product, recorded, records,
+                       rows_cols)
 
 
 def check_reduce(a, call, expected):
@@ -27,15 +28,15 @@ def lower_reduce(f, call: ast.Call) -> CValue:
     if records(f, call):
         return recorded(f, call, kernel)
     x = plain_arg(f, call.args[0])
-    return CValue(f"mica_{kernel}_{s}({f.exprs.data(x)}, {product(extents(f, x))})", t)
+    return CValue(f"mica_{kernel}_{s}({f.data(x)}, {product(extents(f, x))})", t)
 
 
 def device_reduce(f, call: ast.Call) -> CValue:
     t, x, out = device_operand(f, call)
     name = call.callee.ident.lower()
     extra = {"where": 0} if name == "max" else {}  # Max's position matters only to its backward
-    f.device.launch(f"mica_{name}_{SUFFIX[element_of(t)]}", call.pos.line, out=f"{out.text}.ptr",
-                x=f.device.data(x, call.pos.line), n=element_count(x.type), **extra)
+    f.launch(f"mica_{name}_{SUFFIX[element_of(t)]}", call.pos.line, out=f"{out.text}.ptr",
+                x=f.device_data(x, call.pos.line), n=element_count(x.type), **extra)
     return out
 
 
@@ -48,34 +49,30 @@ define("Max:reduce", records=True, check=check_reduce, lower=lower_reduce, devic
 
 
 def check_sum_rows(a, call, expected):
-    t = one_argument(a, call)
-    if isinstance(t, ErrorType) or not tensor_arg(a, call, call.args[0], t):
+    t = matrix_argument(a, call, "a matrix (it adds the rows together)")
+    if isinstance(t, ErrorType):
         return ERROR
     p = plain(t)
-    if p.rank < 2:
-        return wrong(a, call, call.args[0], t, "a matrix (it adds the rows together)")
     touch(a, t)
     result = Tensor(p.element, None, 1) if p.is_dynamic else p.with_shape((p.shape[-1],))
     return tracked_if(result, t)
 
 
 def lower_sum_rows(f, call: ast.Call) -> CValue:
-    t = plain(f.concrete(call.ty))
-    s = SUFFIX[t.element]
     if records(f, call):
         return recorded(f, call, "sum_rows")
-    x = plain_arg(f, call.args[0])
+    t, s, x = host_operand(f, call)
     rows, cols = rows_cols(f, x)
     out = fresh_tensor(f, t, None, call.pos.line, [cols])
-    f.emit.line(f"mica_sum_rows_{s}({out.text}.e, {f.exprs.data(x)}, {rows}, {cols});")
+    f.line(f"mica_sum_rows_{s}({out.text}.e, {f.data(x)}, {rows}, {cols});")
     return out
 
 
 def device_sum_rows(f, call: ast.Call) -> CValue:
     t, x, out = device_operand(f, call)
     cols = t.shape[0]
-    f.device.launch(f"mica_sum_rows_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
-                x=f.device.data(x, call.pos.line), rows=element_count(x.type) // cols, cols=cols)
+    f.launch(f"mica_sum_rows_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
+                x=f.device_data(x, call.pos.line), rows=element_count(x.type) // cols, cols=cols)
     return out
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import ast
 from ..cvalue import CValue
 from ..types import BOOLEAN, REGEX, STRING
-from . import define
+from .registry import define
 from .checking import Lent, check_signature
 from .library import STRINGS, define_calls
 from .lowering import borrowed_arg
@@ -27,8 +27,8 @@ define_calls({
 def lower_find_all(f, call: ast.Call) -> CValue:
     """FindAll(re, s): a fresh array of string, filled by the runtime through its fields."""
     re, s = (borrowed_arg(f, arg) for arg in call.args)
-    matches = f.emit.declare(STRINGS)
-    f.emit.line(f"mica_regex_find_all({re}, {s}, &{matches}.len, &{matches}.e, {call.pos.line});")
+    matches = f.declare(STRINGS)
+    f.line(f"mica_regex_find_all({re}, {s}, &{matches}.len, &{matches}.e, {call.pos.line});")
     return CValue(matches, STRINGS, owned=True, lvalue=True)
 
 

@@ -9,8 +9,9 @@ from ..ctypes import SUFFIX
 from ..cvalue import CValue, dims_literal, dtype_of
 from ..residency import on_gpu
 from ..types import ERROR, INTEGER, ErrorType, Scalar, Tensor, element_count, element_of, is_tracked, plain
-from . import TapeRecord, define
+from .registry import TapeRecord, define
 from .checking import (
+    argument_types,
     arity,
     last_dim,
     mixes_dynamic_with_tracked,
@@ -26,6 +27,7 @@ from .lowering import (
     device_operand,
     extents,
     fresh_tensor,
+    host_operand,
     node_result,
     plain_arg,
     product,
@@ -54,14 +56,12 @@ def check_row_op(a, call, expected):
 
 
 def lower_softmax(f, call: ast.Call) -> CValue:
-    t = plain(f.concrete(call.ty))
-    s = SUFFIX[t.element]
     if records(f, call):
         return recorded(f, call, "softmax")
-    x = plain_arg(f, call.args[0])
+    t, s, x = host_operand(f, call)
     out = fresh_tensor(f, t, x, call.pos.line)
     rows, cols = vector_rows(f, x)
-    f.emit.line(f"mica_softmax_{s}({out.text}.e, {f.exprs.data(x)}, {rows}, {cols});")
+    f.line(f"mica_softmax_{s}({out.text}.e, {f.data(x)}, {rows}, {cols});")
     return out
 
 
@@ -69,17 +69,17 @@ def device_rows(f, call: ast.Call) -> CValue:
     """Softmax, LayerNorm and RmsNorm: one thread per row."""
     t = plain(f.concrete(call.ty))
     s, line = SUFFIX[t.element], call.pos.line
-    args = [f.exprs.untracked(f.exprs.value(a)) for a in call.args]
+    args = [f.untracked(f.value(a)) for a in call.args]
     cols = t.shape[-1]
-    out = f.device.temp(t, line)
-    data = [f.device.data(a, line) for a in args]
+    out = f.device_temp(t, line)
+    data = [f.device_data(a, line) for a in args]
     name = call.callee.ident.lower()
     kwargs = {"out": f"{out.text}.ptr", "x": data[0], "rows": t.count // cols, "cols": cols}
     if name == "layernorm":
         kwargs.update(mean=0, rstd=0, gain=data[1], bias=data[2])
     elif name == "rmsnorm":
         kwargs.update(rstd=0, gain=data[1])
-    f.device.launch(f"mica_{name}_rows_{s}", line, **kwargs)
+    f.launch(f"mica_{name}_rows_{s}", line, **kwargs)
     return out
 
 
@@ -88,22 +88,20 @@ define("Softmax", records=True, check=check_row_op, lower=lower_softmax, device=
 
 
 def lower_causal_mask(f, call: ast.Call) -> CValue:
-    t = plain(f.concrete(call.ty))
-    s = SUFFIX[t.element]
     if records(f, call):
         return recorded(f, call, "causal_mask")
-    x = plain_arg(f, call.args[0])
+    t, s, x = host_operand(f, call)
     out = fresh_tensor(f, t, x, call.pos.line)
     e = extents(f, x)
-    f.emit.line(f"mica_causal_mask_{s}({out.text}.e, {f.exprs.data(x)}, {product(e[:-2])}, {e[-2]}, {e[-1]});")
+    f.line(f"mica_causal_mask_{s}({out.text}.e, {f.data(x)}, {product(e[:-2])}, {e[-2]}, {e[-1]});")
     return out
 
 
 def device_causal_mask(f, call: ast.Call) -> CValue:
     t, x, out = device_operand(f, call)
     rows, cols = t.shape[-2:]
-    f.device.launch(f"mica_causal_mask_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
-                x=f.device.data(x, call.pos.line), batch=t.count // (rows * cols), rows=rows, cols=cols)
+    f.launch(f"mica_causal_mask_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
+                x=f.device_data(x, call.pos.line), batch=t.count // (rows * cols), rows=rows, cols=cols)
     return out
 
 
@@ -144,12 +142,12 @@ def lower_norm(f, call: ast.Call) -> CValue:
     rows, cols = vector_rows(f, x)
     for p in params:
         if plain(p.type).is_dynamic or plain(x.type).is_dynamic:
-            f.emit.line(f'mica_check_shape({product(extents(f, p))}, {cols}, {call.pos.line}, '
+            f.line(f'mica_check_shape({product(extents(f, p))}, {cols}, {call.pos.line}, '
                         '"gain and bias elements");')
     out = fresh_tensor(f, t, x, call.pos.line)
     stats = "NULL, NULL" if kernel == "layernorm" else "NULL"
-    data = ", ".join(f.exprs.data(v) for v in [x, *params])
-    f.emit.line(f"mica_{kernel}_{s}({out.text}.e, {stats}, {data}, {rows}, {cols});")
+    data = ", ".join(f.data(v) for v in [x, *params])
+    f.line(f"mica_{kernel}_{s}({out.text}.e, {stats}, {data}, {rows}, {cols});")
     return out
 
 
@@ -161,22 +159,21 @@ define("RmsNorm", records=True, check=check_norm, lower=lower_norm, device=devic
 
 def integer_data(f, arg: ast.Expr) -> tuple[str, str]:
     """Pointer to integer targets or ids, and how many there are."""
-    v = f.exprs.value(arg)
+    v = f.value(arg)
     t = plain(v.type)
     if isinstance(t, Scalar):
-        return f"&{f.exprs.materialize(v).text}", "1"
+        return f"&{f.materialize(v).text}", "1"
     if t.is_dynamic:
-        v = f.exprs.materialize(f.exprs.borrow(v))
-        return f.exprs.data(v), f.exprs.count(v)
-    return f.exprs.data(v), str(t.count)
+        v = f.materialize(f.borrow(v))
+        return f.data(v), f.count(v)
+    return f.data(v), str(t.count)
 
 
 def check_cross_entropy(a, call, expected):
-    if not arity(a, call, 2):
+    types = argument_types(a, call, 2)
+    if types is None:
         return ERROR
-    logits, targets = values(a, call)
-    if isinstance(logits, ErrorType) or isinstance(targets, ErrorType):
-        return ERROR
+    logits, targets = types
     if not tensor_arg(a, call, call.args[0], logits, dynamic_ok=not is_tracked(logits)):
         return ERROR
     lp, tp = plain(logits), plain(targets)
@@ -201,9 +198,9 @@ def lower_cross_entropy(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     s = SUFFIX[element_of(t)]
     if records(f, call) and on_gpu(call.ty):
-        targets = f.device.ids(call.args[1], call.pos.line)
-        return node_result(f, call, f.tape.record("cross_entropy", f.concrete(call.ty),
-                                                  [f.tape.node(call.args[0]), targets], call.pos.line))
+        targets = f.device_ids(call.args[1], call.pos.line)
+        return node_result(f, call, f.record("cross_entropy", f.concrete(call.ty),
+                                                  [f.node(call.args[0]), targets], call.pos.line))
     targets, count = integer_data(f, call.args[1])
     dynamic_targets = plain(f.concrete(call.args[1].ty)).is_dynamic if isinstance(
         plain(call.args[1].ty), Tensor) else False
@@ -211,27 +208,26 @@ def lower_cross_entropy(f, call: ast.Call) -> CValue:
         logits_type = plain(f.concrete(call.args[0].ty))
         if dynamic_targets:
             rows = logits_type.count // logits_type.shape[-1]
-            f.emit.line(f'mica_check_shape({count}, {rows}, {call.pos.line}, "targets");')
-        return node_result(f, call, f"mica_t_cross_entropy_{s}({f.tape.node(call.args[0])}, "
+            f.line(f'mica_check_shape({count}, {rows}, {call.pos.line}, "targets");')
+        return node_result(f, call, f"mica_t_cross_entropy_{s}({f.node(call.args[0])}, "
                                     f"{targets}, {call.pos.line})")
     logits = plain_arg(f, call.args[0])
     rows, cols = vector_rows(f, logits)
     if plain(logits.type).is_dynamic or dynamic_targets:
-        f.emit.line(f'mica_check_shape({count}, {rows}, {call.pos.line}, "targets");')
-    return CValue(f"mica_cross_entropy_{s}(NULL, {f.exprs.data(logits)}, {targets}, {rows}, {cols}, "
+        f.line(f'mica_check_shape({count}, {rows}, {call.pos.line}, "targets");')
+    return CValue(f"mica_cross_entropy_{s}(NULL, {f.data(logits)}, {targets}, {rows}, {cols}, "
                   f"{call.pos.line})", t)
 
 
 def device_cross_entropy(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
-    logits = f.exprs.untracked(f.exprs.value(call.args[0]))
-    targets = f.device.ids(call.args[1], call.pos.line)
+    logits = f.untracked(f.value(call.args[0]))
+    targets = f.device_ids(call.args[1], call.pos.line)
     cols = plain(logits.type).shape[-1]
     rows = element_count(logits.type) // cols
-    f.lowering.kernels.update({f"mica_cross_entropy_rows_{SUFFIX[element_of(t)]}",
-                               f"mica_mean_{SUFFIX[element_of(t)]}"})
-    out = f.emit.declare(t)
-    f.emit.line(f"mica_gpu_cross_entropy(&{out}, {dtype_of(t)}, {f.exprs.materialize(f.exprs.borrow(logits)).text}, "
+    f.uses_kernel(f"mica_cross_entropy_rows_{SUFFIX[element_of(t)]}", f"mica_mean_{SUFFIX[element_of(t)]}")
+    out = f.declare(t)
+    f.line(f"mica_gpu_cross_entropy(&{out}, {dtype_of(t)}, {f.materialize(f.borrow(logits)).text}, "
               f"{targets}, {rows}, {cols}, {call.pos.line});")
     return CValue(out, t, owned=True, lvalue=True)
 
@@ -242,11 +238,10 @@ define("CrossEntropy", records=True, check=check_cross_entropy, lower=lower_cros
 
 
 def check_gather(a, call, expected):
-    if not arity(a, call, 2):
+    types = argument_types(a, call, 2)
+    if types is None:
         return ERROR
-    table, ids = values(a, call)
-    if isinstance(table, ErrorType) or isinstance(ids, ErrorType):
-        return ERROR
+    table, ids = types
     if not tensor_arg(a, call, call.args[0], table, 2, dynamic_ok=not is_tracked(table)):
         return ERROR
     ip = plain(ids)
@@ -271,31 +266,31 @@ def lower_gather(f, call: ast.Call) -> CValue:
     line = call.pos.line
     if records(f, call) and on_gpu(call.ty):
         rank, dims = dims_literal(t)
-        ids = f.device.ids(call.args[1], line)
+        ids = f.device_ids(call.args[1], line)
         n = plain(f.concrete(call.args[1].ty)).count if isinstance(plain(f.concrete(call.args[1].ty)), Tensor) else 1
-        return node_result(f, call, f.tape.record("gather", f.concrete(call.ty),
-                                                  [f.tape.node(call.args[0]), ids, n, rank, dims], line))
+        return node_result(f, call, f.record("gather", f.concrete(call.ty),
+                                                  [f.node(call.args[0]), ids, n, rank, dims], line))
     ids, n = integer_data(f, call.args[1])
     if records(f, call):
         rank, dims = dims_literal(t)
-        return node_result(f, call, f"mica_t_gather_{s}({f.tape.node(call.args[0])}, "
+        return node_result(f, call, f"mica_t_gather_{s}({f.node(call.args[0])}, "
                                     f"{ids}, {n}, {rank}, {dims}, {line})")
     table = plain_arg(f, call.args[0])
     rows, cols = extents(f, table)
     out = fresh_tensor(f, t, None, line,
                        [n, cols] if plain(f.concrete(call.args[1].ty)) != Scalar("integer") else [cols])
-    f.emit.line(f"mica_gather_{s}({out.text}.e, {f.exprs.data(table)}, {ids}, {n}, {rows}, {cols}, {line});")
+    f.line(f"mica_gather_{s}({out.text}.e, {f.data(table)}, {ids}, {n}, {rows}, {cols}, {line});")
     return out
 
 
 def device_gather(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
-    table = f.exprs.untracked(f.exprs.value(call.args[0]))
-    ids = f.device.ids(call.args[1], call.pos.line)
+    table = f.untracked(f.value(call.args[0]))
+    ids = f.device_ids(call.args[1], call.pos.line)
     rows, cols = plain(table.type).shape
-    f.lowering.kernels.add(f"mica_gather_{SUFFIX[t.element]}")
-    out = f.emit.declare(t)
-    f.emit.line(f"mica_gpu_gather(&{out}, {dtype_of(t)}, {f.exprs.materialize(f.exprs.borrow(table)).text}, "
+    f.uses_kernel(f"mica_gather_{SUFFIX[t.element]}")
+    out = f.declare(t)
+    f.line(f"mica_gpu_gather(&{out}, {dtype_of(t)}, {f.materialize(f.borrow(table)).text}, "
               f"{ids}, {element_count(f.concrete(call.args[1].ty))}, {rows}, {cols}, {call.pos.line});")
     return CValue(out, t, owned=True, lvalue=True)
 

@@ -8,9 +8,9 @@ from .. import ast
 from ..ctypes import SUFFIX
 from ..cvalue import CValue
 from ..types import ERROR, STRING, VOID, Array, ErrorType, Scalar, Type, plain
-from . import define
 from .checking import arity, wrong
 from .lowering import NOTHING
+from .registry import define
 
 
 def sortable(t: Type) -> bool:
@@ -37,20 +37,20 @@ def check_sort(a, call, expected) -> Type:
     return VOID
 
 
-def extent(f, place: CValue) -> str:
+def extent(place: CValue) -> str:
     t = plain(place.type)
     return f"{place.text}.len" if t.is_dynamic else str(t.length)
 
 
 def lower_sort(f, call: ast.Call) -> CValue:
-    keys = f.exprs.place(call.args[0].place)
+    keys = f.place(call.args[0].place)
     element = plain(keys.type).element
     suffix = "str" if element == STRING else SUFFIX[element]
     other = "NULL, 0, 0"
     if len(call.args) == 2:
-        moved = f.exprs.place(call.args[1].place)
-        other = f"{moved.text}.e, {extent(f, moved)}, sizeof({f.types.name(plain(moved.type).element)})"
-    f.emit.line(f"mica_sort_{suffix}({keys.text}.e, {extent(f, keys)}, {other}, {call.pos.line});")
+        moved = f.place(call.args[1].place)
+        other = f"{moved.text}.e, {extent(moved)}, sizeof({f.types.name(plain(moved.type).element)})"
+    f.line(f"mica_sort_{suffix}({keys.text}.e, {extent(keys)}, {other}, {call.pos.line});")
     return NOTHING
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from .. import ast
 from ..cvalue import CValue
 from ..types import BOOLEAN, ERROR, STREAM, STRING, VOID, ErrorType, INTEGER
-from . import define
+from .registry import define
 from .checking import Lent, arity, check_signature, wrong
 from .library import STRINGS, define_calls, runtime_call
 
@@ -35,8 +35,8 @@ def check_close(a, call: ast.Call, expected):
 
 
 def lower_close(f, call: ast.Call) -> CValue:
-    place = f.exprs.place(call.args[0]).text
-    must = "true" if f.discarded is call else "false"  # a Close whose answer nobody reads traps when refused
+    place = f.place(call.args[0]).text
+    must = "true" if f.result_unused(call) else "false"  # a Close whose answer nobody reads traps when refused
     return CValue(f"mica_stream_close(&{place}, {must}, {call.pos.line})", BOOLEAN)
 
 

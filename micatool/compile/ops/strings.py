@@ -8,7 +8,7 @@ from __future__ import annotations
 from .. import ast
 from ..cvalue import CValue
 from ..types import BOOLEAN, FLOAT64, INTEGER, STRING
-from . import define
+from .registry import define
 from .checking import Lent, check_signature
 from .library import STRINGS, define_calls
 from .lowering import borrowed_arg
@@ -35,8 +35,8 @@ define_calls({
 def lower_split(f, call: ast.Call) -> CValue:
     """Split(s, sep): a fresh array of string, filled by the runtime through its fields."""
     s, sep = (borrowed_arg(f, arg) for arg in call.args)
-    parts = f.emit.declare(STRINGS)
-    f.emit.line(f"mica_str_split({s}, {sep}, &{parts}.len, &{parts}.e);")
+    parts = f.declare(STRINGS)
+    f.line(f"mica_str_split({s}, {sep}, &{parts}.len, &{parts}.e);")
     return CValue(parts, STRINGS, owned=True, lvalue=True)
 
 

@@ -8,7 +8,7 @@ from .. import ast
 from ..cvalue import CValue
 from ..symbols import VarSymbol
 from ..types import ERROR, VOID, ErrorType, Scalar, Tensor, Type, is_tracked, plain
-from . import define
+from .registry import define
 from .checking import arity
 from .lowering import NOTHING
 
@@ -45,7 +45,7 @@ def check_backward(a, call, expected):
 
 
 def lower_backward(f, call: ast.Call) -> CValue:
-    f.tape.backward(call)
+    f.backward(call)
     return NOTHING
 
 
@@ -66,7 +66,7 @@ def check_gradient(a, call, expected):
 
 
 def lower_gradient(f, call: ast.Call) -> CValue:
-    return f.tape.gradient(call)
+    return f.gradient(call)
 
 
 define("Gradient", check=check_gradient, lower=lower_gradient, device=lower_gradient)

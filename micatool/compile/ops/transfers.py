@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import ast
 from ..cvalue import CValue
 from ..types import ERROR, ErrorType, Scalar, Tensor, is_tracked, plain
-from . import define
+from .registry import define
 from .checking import arity, op_name, wrong
 
 
@@ -38,11 +38,11 @@ def check_transfer(a, call, expected):
 
 
 def lower_to_device(f, call: ast.Call) -> CValue:
-    return f.device.to_device(call)
+    return f.to_device(call)
 
 
 def lower_to_host(f, call: ast.Call) -> CValue:
-    return f.device.to_host(call)
+    return f.to_host(call)
 
 
 # Both always have a GPU side, so they always lower through `device`.
