@@ -100,11 +100,10 @@ def calls(document: Document) -> list[ast.Call]:
 
 def token_at(tokens: list[Token], line: int, col: int) -> Token | None:
     """The token under the position, or the one that ends right at it (the cursor just after a name)."""
-    for token in tokens:
-        if token.line == line and token.col <= col <= token.col + len(token.text) and "\n" not in token.text:
-            if token.kind != "comment":
-                return token
-    return None
+    near = [t for t in tokens if t.line == line and t.kind != "comment" and "\n" not in t.text
+            and t.col <= col <= t.col + len(t.text)]
+    under = [t for t in near if col < t.col + len(t.text)]
+    return (under or near or [None])[0]
 
 
 # ---------------------------------------------------------------- definition, references, rename

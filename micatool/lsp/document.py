@@ -17,8 +17,8 @@ from ..compile import ast, units
 from ..compile.analyzer import Analysis, Analyzer
 from ..compile.descent import Token, scan
 from ..compile.source import parse_recovering
-from ..compile.symbols import RoutineSymbol, Symbol
-from ..diagnostics import FILE_LINE_BITS, MAX_FILE_LINES, CompileError, Diagnostic, SourceFile
+from ..compile.symbols import RoutineSymbol, Scope, Symbol, TypeSymbol
+from ..diagnostics import FILE_LINE_BITS, MAX_FILE_LINES, CompileError, Diagnostic, Pos, SourceFile
 
 
 @dataclass(frozen=True)
@@ -112,6 +112,14 @@ def occurrences(document: Document) -> list[Occurrence]:
                 span = name_span(node.line, node.col, tokens, at, node.unit is not None)
                 if span is not None:
                     found.append(Occurrence(span, node.symbol, node))
+    for file, tree in enumerate(trees):  # type names, as the file's own scope resolves them
+        scope = file_scope(document, tree)
+        for node in walk(tree):
+            if isinstance(node, ast.NamedType) and scope is not None:
+                symbol = lookup_type(document, scope, node)
+                span = name_span(node.line, node.col, tokens, at, node.unit is not None)
+                if isinstance(symbol, TypeSymbol) and span is not None:
+                    found.append(Occurrence(span, symbol, node))
     for file, tree in enumerate(trees):  # `uses Layers, Optim;`: each a unit's name
         for use in getattr(tree, "uses", []) + getattr(tree, "interface_uses", []) \
                 + getattr(tree, "implementation_uses", []):
@@ -119,10 +127,30 @@ def occurrences(document: Document) -> list[Occurrence]:
             if unit is not None:
                 found.append(Occurrence(Span(*place(use.line), use.col, use.col + len(use.name)), unit, None))
     for symbol in declared(document):
-        span = declaration_span(symbol, tokens, at)
+        span = declaration_span(symbol.pos, symbol.name, tokens, at)
         if span is not None:
             found.append(Occurrence(span, symbol, None, declaration=True))
+    for routine in document.analyzer.routines:  # a unit's routine: its body's heading declares it again
+        if isinstance(routine.decl, ast.Routine) and routine.decl.pos != routine.pos:
+            span = declaration_span(routine.decl.pos, routine.name, tokens, at)
+            if span is not None:
+                found.append(Occurrence(span, routine, None, declaration=True))
     return found
+
+
+def file_scope(document: Document, tree) -> Scope | None:
+    """The scope a file's own names are in: the document's, or its unit's."""
+    if tree is document.tree:
+        return document.analyzer.globals
+    unit = document.analyzer.units.get(tree.name)
+    return unit.scope if unit is not None else None
+
+
+def lookup_type(document: Document, scope: Scope, node: ast.NamedType) -> Symbol | None:
+    if node.unit is None:
+        return scope.lookup(node.name)
+    unit = document.analyzer.units.get(node.unit)
+    return unit.scope.lookup(node.name) if unit is not None else None
 
 
 def walk(node):
@@ -159,17 +187,17 @@ def declared(document: Document) -> list[Symbol]:
     return symbols
 
 
-def declaration_span(symbol: Symbol, tokens, at) -> Span | None:
-    """A declaration's name: the first token of that name at or after the symbol's position on its line
+def declaration_span(pos: Pos, name: str, tokens, at) -> Span | None:
+    """A declaration's name: the first token of that name at or after its position on its line
     (a `var a, b : T` declares both at the position of `a`)."""
-    file, line = place(symbol.pos.line)
-    i = at.get(file, {}).get((line, symbol.pos.col))
+    file, line = place(pos.line)
+    i = at.get(file, {}).get((line, pos.col))
     if i is None:
         return None
     for token in tokens[file][i:]:
         if token.line != line:
             return None
-        if token.kind == "NAME" and token.text == symbol.name:
+        if token.kind == "NAME" and token.text == name:
             return Span(file, line, token.col, token.col + len(token.text))
     return None
 
