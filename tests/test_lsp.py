@@ -31,6 +31,7 @@ SPLIT = Path(__file__).parent / "units" / "split"
 async def client(lsp_client: LanguageClient):
     await lsp_client.initialize_session(types.InitializeParams(capabilities=types.ClientCapabilities()))
     yield
+    assert lsp_client.error is None, lsp_client.error  # an answer the protocol does not allow, or a server fault
     await lsp_client.shutdown_session()
 
 
