@@ -77,6 +77,20 @@ def test_every_op_with_a_device_lowering_runs_in_a_device_program():
     assert unexercised == []
 
 
+def test_every_op_a_program_spells_has_its_signature_and_one_line_of_documentation():
+    """What the language server shows on hover, completion and signature help: the
+    signature reads as a call of the op (`Sum(t : tensor) : ...`, or the bare name
+    and its result for one called without parentheses, `Clock : float64`), the doc
+    one sentence; the internal forms (a ':' in the name) have neither."""
+    for op in ops.OPS.values():
+        if ":" in op.name:
+            assert op.signature == "" and op.doc == "", op.name
+            continue
+        assert op.signature == op.name or op.signature.startswith((op.name + "(", op.name + " : ")), op.name
+        assert "\n" not in op.signature and op.signature.count("(") == op.signature.count(")"), op.name
+        assert op.doc.strip() == op.doc and op.doc.endswith(".") and "\n" not in op.doc, op.name
+
+
 HOST_ONLY_CALLS = [
     ("Normal", "Normal(address d, 0.0, 1.0)"),
     ("WriteLn", "WriteLn(d)"),

@@ -122,7 +122,14 @@ def lower_close_channel(f, call: ast.Call) -> CValue:
     return NOTHING
 
 
-define("NewChannel", check=check_new_channel, lower=lower_new_channel)
-define("Send", check=with_channel(check_send), lower=lower_send)
-define("Receive", check=with_channel(check_receive), lower=lower_receive)
-define("CloseChannel", check=check_close_channel, lower=lower_close_channel)
+define("NewChannel", check=check_new_channel, lower=lower_new_channel,
+       signature="NewChannel(address ch : channel of T; capacity : integer)",
+       doc="Makes ch a new channel whose queue holds up to capacity values, at least 1.")
+define("Send", check=with_channel(check_send), lower=lower_send,
+       signature="Send(ch : channel of T; v : T)",
+       doc="Copies v into the channel's queue, waiting while the queue is full.")
+define("Receive", check=with_channel(check_receive), lower=lower_receive,
+       signature="Receive(ch : channel of T; address v : T) : boolean",
+       doc="Moves the oldest value into v, waiting while the queue is empty; false once it is closed and empty.")
+define("CloseChannel", check=check_close_channel, lower=lower_close_channel,
+       signature="CloseChannel(ch : channel of T)", doc="Closes the channel and wakes every task waiting on it.")

@@ -144,5 +144,7 @@ def lower_checkpoint(f, call: ast.Call) -> CValue:
     return CValue(f"mica_load({path}, {table}, {count}, {must}, {line})", Scalar("boolean"))
 
 
-define("Save", check=check_checkpoint, lower=lower_checkpoint)
-define("Load", check=check_checkpoint, lower=lower_checkpoint)
+define("Save", check=check_checkpoint, lower=lower_checkpoint, signature="Save(path : string; places...)",
+       doc="Writes the places' tensors to a safetensors file at path, atomically, each named by its canonical path.")
+define("Load", check=check_checkpoint, lower=lower_checkpoint, signature="Load(path : string; places...) : boolean",
+       doc="Reads the places back from a safetensors file, checking the whole file before it changes any.")

@@ -73,6 +73,7 @@ class ElementFunction:
        the C names them NAME_F64 and NAME_F32 (K(NAME) in code written for T).
     checked_at: the inputs tests/test_gradcheck.py checks its gradient at:
        normal, positive (the domain of Log and Sqrt) or away (|x| >= 0.1, off a kink).
+    doc: the line an editor shows for the op (Op.doc), under its signature.
     """
 
     name: str
@@ -84,6 +85,12 @@ class ElementFunction:
     saves_derivative: bool = False
     constants: dict[str, tuple[str, str]] = field(default_factory=dict)
     checked_at: str = "normal"
+    doc: str = ""
+
+    @property
+    def signature(self) -> str:
+        """How a call reads (Op.signature): a number or a float tensor in, the same shape out."""
+        return f"{self.name}(x : number or tensor) : same shape"
 
     @property
     def array(self) -> bool:
@@ -126,7 +133,7 @@ FUNCTIONS: tuple[ElementFunction, ...] = (
     }, array=True), constants={
         # |x| below TINY: tanh x = x; below SMALL: the polynomial; above ONE: +-1
         "TANH_TINY": ("0x1p-27", "0x1p-12"), "TANH_SMALL": ("0.55", "0.55"), "TANH_ONE": ("22.0", "10.0"),
-    }),
+    }, doc="The hyperbolic tangent of x, element by element."),
     ElementFunction("Exp", "exp", "y", MathFunction("exp", (1.0, 1.0), {
         64: ((0.4, "uniform", -745.1, 709.78), (0.2, "uniform", -1, 1), (0.2, "logmag", 1e-30, 1),
              (0.1, "uniform", -745.1, -708.4), (0.1, "uniform", 700, 709.78)),
@@ -136,15 +143,17 @@ FUNCTIONS: tuple[ElementFunction, ...] = (
         # exp(x) is +inf above OVERFLOW (exp(709.79) is past DBL_MAX) and +0 below
         # UNDERFLOW (half the least subnormal)
         "EXP_OVERFLOW": ("710.0", "89.0"), "EXP_UNDERFLOW": ("-746.0", "-104.0"),
-    }),
+    }, doc="e to the power x, element by element."),
     ElementFunction("Log", "log", "1 / x", MathFunction("log", (1.0, 1.0), {
         64: ((0.4, "positive_bits"), (0.25, "uniform", 0.7, 1.42), (0.25, "near_one", 1e-17, 0.3),
              (0.1, "subnormals")),
         32: ((0.4, "positive_bits"), (0.25, "uniform", 0.7, 1.42), (0.25, "near_one", 1e-8, 0.3),
              (0.1, "subnormals")),
-    }, array=True), checked_at="positive"),
-    ElementFunction("Sqrt", "sqrt", "1 / (y + y)", formula="sqrt(x)", checked_at="positive"),
-    ElementFunction("Relu", "relu", "1 if x > 0 else 0", formula="x if x > 0 else 0", checked_at="away"),
+    }, array=True), checked_at="positive", doc="The natural logarithm of x, element by element."),
+    ElementFunction("Sqrt", "sqrt", "1 / (y + y)", formula="sqrt(x)", checked_at="positive",
+                    doc="The square root of x, element by element."),
+    ElementFunction("Relu", "relu", "1 if x > 0 else 0", formula="x if x > 0 else 0", checked_at="away",
+                    doc="x where it is positive, else 0, element by element."),
     ElementFunction("Gelu", "gelu", "gelu_grad(x)", MathFunction("gelu", (2.5, 2.5), GELU_DOMAIN, array=True),
                     helpers=(MathFunction("gelu_grad", (4.5, 5.0), GELU_DOMAIN, array=True),),
                     saves_derivative=True, constants={
@@ -161,14 +170,15 @@ FUNCTIONS: tuple[ElementFunction, ...] = (
         # for an fma to give Dekker's error; the bound leaves a wide margin (-95 > -103 and
         # -905 > -970)
         "GELU_FUSED_TINY": ("0x1p-300", "0x1p-30"),
-    }),
+    }, doc="The GELU activation of x in its tanh form, element by element."),
     ElementFunction("Silu", "silu", "silu_grad(x)", MathFunction("silu", (2.5, 2.5), SILU_DOMAIN, array=True),
                     helpers=(MathFunction("silu_grad", (3.5, 3.5), SILU_DOMAIN, array=True),), constants={
         # below ZERO -0; silu_grad above GRAD_ONE answers 1
         "SILU_ZERO": ("-800.0", "-110.0"), "SILU_GRAD_ONE": ("50.0", "25.0"),
-    }),
+    }, doc="x * Sigmoid(x), element by element."),
     ElementFunction("Sigmoid", "sigmoid", "y * (1 - y)", MathFunction("sigmoid", (1.5, 1.5), SIGMOID_DOMAIN,
-                                                                     array=True)),
+                                                                     array=True),
+                    doc="1 / (1 + exp(-x)), element by element."),
     ElementFunction("Softplus", "softplus", "sigmoid(x)", MathFunction("softplus", (1.5, 1.5), {
         64: ((0.3, "uniform", -800, 60), (0.3, "uniform", -20, 20), (0.2, "uniform", -2, 2),
              (0.2, "logmag", 1e-20, 1)),
@@ -177,10 +187,13 @@ FUNCTIONS: tuple[ElementFunction, ...] = (
     }, array=True), constants={
         # past ONE exp(-x) is under half an ulp of x, and softplus(x) = x
         "SOFTPLUS_ONE": ("40.0", "20.0"),
-    }),
-    ElementFunction("Abs", "abs", "1 if x > 0 else -1 if x < 0 else 0", formula="abs(x)", checked_at="away"),
-    ElementFunction("Sin", "sin", "cos(x)", MathFunction("sin", (1.0, 1.0), TRIG_DOMAIN)),
-    ElementFunction("Cos", "cos", "-sin(x)", MathFunction("cos", (1.0, 1.0), TRIG_DOMAIN)),
+    }, doc="log(1 + exp(x)), element by element, computed so that it never overflows."),
+    ElementFunction("Abs", "abs", "1 if x > 0 else -1 if x < 0 else 0", formula="abs(x)", checked_at="away",
+                    doc="The absolute value of x, element by element; of an integer, an integer."),
+    ElementFunction("Sin", "sin", "cos(x)", MathFunction("sin", (1.0, 1.0), TRIG_DOMAIN),
+                    doc="The sine of x in radians, element by element."),
+    ElementFunction("Cos", "cos", "-sin(x)", MathFunction("cos", (1.0, 1.0), TRIG_DOMAIN),
+                    doc="The cosine of x in radians, element by element."),
 )
 
 BY_NAME = {f.name: f for f in FUNCTIONS}

@@ -63,7 +63,8 @@ def each_record(function) -> dict[str, TapeRecord]:
 for _function in FUNCTIONS:
     if _function.name != "Abs":  # Abs of an integer is a number's (numbers.py)
         define(_function.name, records=True, check=check_elementwise, lower=lower_elementwise,
-               device=device_elementwise, kernels=[f"each_{_function.c}"], tape=each_record(_function))
+               device=device_elementwise, kernels=[f"each_{_function.c}"], tape=each_record(_function),
+               signature=_function.signature, doc=_function.doc)
 
 
 def check_mul(a, call, expected):
@@ -140,4 +141,5 @@ def device_mul(f, call: ast.Call) -> CValue:
 
 
 define("Mul", records=True, check=check_mul, lower=lower_mul, device=device_mul, kernels=["mul"],
-       tape={"mul": TapeRecord(["mul"], ["mul_back"])})
+       tape={"mul": TapeRecord(["mul"], ["mul_back"])},
+       signature="Mul(a, b : tensor) : same shape", doc="The elementwise product of two tensors of one shape.")

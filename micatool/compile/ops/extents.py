@@ -45,7 +45,9 @@ def lower_length(f, call: ast.Call) -> CValue:
     return CValue(f"{v.text}.rows", INTEGER)
 
 
-define("Length", check=check_length, lower=lower_length)
+define("Length", check=check_length, lower=lower_length,
+       signature="Length(x : string or array or vector) : integer",
+       doc="The number of bytes of a string, or of elements of an array or a vector.")
 
 
 def check_extent(a, call, expected) -> Type:
@@ -68,8 +70,10 @@ def lower_extent(f, call: ast.Call) -> CValue:
     return CValue(f"{f.borrow(v).text}.{('rows', 'cols')[axis]}", INTEGER)
 
 
-define("Rows", check=check_extent, lower=lower_extent)
-define("Cols", check=check_extent, lower=lower_extent)
+define("Rows", check=check_extent, lower=lower_extent,
+       signature="Rows(m : matrix) : integer", doc="The number of rows of a matrix, static or dynamic.")
+define("Cols", check=check_extent, lower=lower_extent,
+       signature="Cols(m : matrix) : integer", doc="The number of columns of a matrix, static or dynamic.")
 
 
 def check_set_length(a, call, expected) -> Type:
@@ -96,7 +100,9 @@ def lower_set_length(f, call: ast.Call) -> CValue:
     return NOTHING
 
 
-define("SetLength", check=check_set_length, lower=lower_set_length)
+define("SetLength", check=check_set_length, lower=lower_set_length,
+       signature="SetLength(address a : array of T; n : integer)",
+       doc="Gives a dynamic array n elements: those it keeps keep their values, new ones start at zero.")
 
 
 def check_set_shape(a, call, expected) -> Type:
@@ -127,4 +133,6 @@ def lower_set_shape(f, call: ast.Call) -> CValue:
     return NOTHING
 
 
-define("SetShape", check=check_set_shape, lower=lower_set_shape)
+define("SetShape", check=check_set_shape, lower=lower_set_shape,
+       signature="SetShape(address t : dynamic tensor; extents : integer...)",
+       doc="Gives a dynamic tensor these extents, one per axis; row-major, elements keep their values, new ones are 0.")

@@ -72,7 +72,9 @@ def device_conv2d(f, call: ast.Call) -> CValue:
     return out
 
 
-define("Conv2d", records=True, check=check_conv2d, lower=lower_conv2d, device=device_conv2d, kernels=["conv2d"])
+define("Conv2d", records=True, check=check_conv2d, lower=lower_conv2d, device=device_conv2d, kernels=["conv2d"],
+       signature="Conv2d(x : [C, H, W] or [B, C, H, W]; k : [O, C, KH, KW]) : [(B,) O, H-KH+1, W-KW+1]",
+       doc="The valid 2-D convolution of x with the kernels k, stride 1.")
 
 
 def check_pool(a, call, expected):
@@ -122,5 +124,9 @@ def device_pool(f, call: ast.Call) -> CValue:
     return out
 
 
-define("MaxPool2d", records=True, check=check_pool, lower=lower_pool, device=device_pool, kernels=["maxpool2d"])
-define("AvgPool2d", records=True, check=check_pool, lower=lower_pool, device=device_pool, kernels=["avgpool2d"])
+define("MaxPool2d", records=True, check=check_pool, lower=lower_pool, device=device_pool, kernels=["maxpool2d"],
+       signature="MaxPool2d(x : [C, H, W] or [B, C, H, W]; s : constant integer) : [..., H div s, W div s]",
+       doc="The largest element of each non-overlapping s-by-s window.")
+define("AvgPool2d", records=True, check=check_pool, lower=lower_pool, device=device_pool, kernels=["avgpool2d"],
+       signature="AvgPool2d(x : [C, H, W] or [B, C, H, W]; s : constant integer) : [..., H div s, W div s]",
+       doc="The mean of each non-overlapping s-by-s window.")

@@ -41,17 +41,23 @@ def runtime_call(function: str, result: Type | None, with_line: bool = False, wi
 
 
 def define_calls(table: dict) -> None:
-    """name: (parameters, result, the runtime function, whether it takes the line); a
-    parameter is a type, or checking.Lent(type) for an `address` one."""
-    for name, (params, result, function, with_line) in table.items():
+    """name: (parameters, result, the runtime function, whether it takes the line, the
+    signature an editor shows, its line of documentation); a parameter is a type, or
+    checking.Lent(type) for an `address` one."""
+    for name, (params, result, function, with_line, signature, doc) in table.items():
         define(name, check=check_signature(params, result),
-               lower=runtime_call(function, None if result is VOID else result, with_line))
+               lower=runtime_call(function, None if result is VOID else result, with_line),
+               signature=signature, doc=doc)
 
 
 define_calls({
-    "ParamCount": ([], INTEGER, "mica_param_count", False),
-    "ParamStr": ([INTEGER], STRING, "mica_param_str", False),
-    "Halt": ([INTEGER], VOID, "mica_halt", True),
-    "Clock": ([], FLOAT64, "mica_clock", False),
-    "LastError": ([], STRING, "mica_last_error", False),
+    "ParamCount": ([], INTEGER, "mica_param_count", False, "ParamCount : integer",
+                   "The number of arguments on the program's command line."),
+    "ParamStr": ([INTEGER], STRING, "mica_param_str", False, "ParamStr(i : integer) : string",
+                 "Argument i of the command line: 0 is the program, and past the last argument ''."),
+    "Halt": ([INTEGER], VOID, "mica_halt", True, "Halt(code : integer)",
+             "Ends the program with exit status code, after writing out everything it printed."),
+    "Clock": ([], FLOAT64, "mica_clock", False, "Clock : float64", "Seconds on a monotonic clock."),
+    "LastError": ([], STRING, "mica_last_error", False, "LastError : string",
+                  "The reason this thread's last failed operation left, naming the path or the text."),
 })

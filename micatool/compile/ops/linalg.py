@@ -70,5 +70,14 @@ def lower_linear_algebra(f, call: ast.Call) -> CValue:
     return CValue(f"mica_{name}_{SUFFIX[element_type]}({', '.join(args)}{ranks}, {call.pos.line})", Scalar("boolean"))
 
 
-for _name in ("Solve", "Invert", "Cholesky", "Qr"):
-    define(_name, check=check_linear_algebra, lower=lower_linear_algebra)
+for _name, _signature, _doc in (
+    ("Solve", "Solve(a : matrix; b : vector or matrix; address x) : boolean",
+     "Solves a * x = b by Gaussian elimination with partial pivoting; false when a is singular."),
+    ("Invert", "Invert(a : matrix; address inverse) : boolean",
+     "a's inverse into inverse, by Gauss-Jordan with partial pivoting; false when a is singular."),
+    ("Cholesky", "Cholesky(a : matrix; address l) : boolean",
+     "The lower-triangular l with l * Transpose(l) = a; false when a is not positive definite."),
+    ("Qr", "Qr(a : matrix; address q, address r) : boolean",
+     "Orthogonal q and upper-triangular r with q * r = a, by Householder reflections."),
+):
+    define(_name, check=check_linear_algebra, lower=lower_linear_algebra, signature=_signature, doc=_doc)

@@ -21,12 +21,22 @@ CONNECTION_BUFFER = 1 << 16  # a connection's read buffer (MICA_STREAM_BUFFER): 
 LONGEST_WAIT = 1e9  # seconds, as SetTimeout's
 
 define_calls({
-    "Listen": ([STRING, INTEGER, Lent(STREAM)], BOOLEAN, "mica_listen", False),
-    "Accept": ([Shared(STREAM), Lent(STREAM)], BOOLEAN, "mica_accept", True),
-    "AwaitHead": ([Shared(STREAM), Lent(STREAM)], BOOLEAN, "mica_await_head", True),
-    "Connect": ([STRING, INTEGER, Lent(STREAM)], BOOLEAN, "mica_connect", False),
-    "LocalPort": ([Shared(STREAM)], INTEGER, "mica_local_port", True),
-    "SetTimeout": ([STREAM, FLOAT64], VOID, "mica_set_timeout", True),
+    "Listen": ([STRING, INTEGER, Lent(STREAM)], BOOLEAN, "mica_listen", False,
+               "Listen(host : string; port : integer; address server : stream) : boolean",
+               "Opens a TCP socket listening on host and port into server; port 0 lets the system pick one."),
+    "Accept": ([Shared(STREAM), Lent(STREAM)], BOOLEAN, "mica_accept", True,
+               "Accept(server : stream; address conn : stream) : boolean",
+               "Waits for the next caller of a listening socket and gives its connection in conn."),
+    "AwaitHead": ([Shared(STREAM), Lent(STREAM)], BOOLEAN, "mica_await_head", True,
+                  "AwaitHead(server : stream; address conn : stream) : boolean",
+                  "Waits until conn has sent its next head, by HoldCallers' rule; false when it is not ready in time."),
+    "Connect": ([STRING, INTEGER, Lent(STREAM)], BOOLEAN, "mica_connect", False,
+                "Connect(host : string; port : integer; address conn : stream) : boolean",
+                "Opens a TCP connection to host:port into conn, trying each address the name has in turn."),
+    "LocalPort": ([Shared(STREAM)], INTEGER, "mica_local_port", True, "LocalPort(s : stream) : integer",
+                  "The local port of a listening socket or a connection."),
+    "SetTimeout": ([STREAM, FLOAT64], VOID, "mica_set_timeout", True, "SetTimeout(s : stream; seconds : number)",
+                   "Bounds every later read, write and Accept of s to seconds; 0 waits without end."),
 })
 
 _hold_signature = check_signature([STREAM, INTEGER, FLOAT64], VOID)
@@ -47,4 +57,6 @@ def check_hold_callers(a, call: ast.Call, expected):
 
 
 check_hold_callers.signature = _hold_signature.signature
-define("HoldCallers", check=check_hold_callers, lower=runtime_call("mica_hold_callers", None, with_line=True))
+define("HoldCallers", check=check_hold_callers, lower=runtime_call("mica_hold_callers", None, with_line=True),
+       signature="HoldCallers(server : stream; limit : integer; seconds : number)",
+       doc="Makes server hold each caller, with no task, until it has sent a head, limit bytes or the end.")

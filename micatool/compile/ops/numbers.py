@@ -38,9 +38,12 @@ def lower_min_max(f, call: ast.Call) -> CValue:
     return CValue(f"({left.text} {compare} {right.text} ? {left.text} : {right.text})", t)
 
 
-define("Min", check=check_min_max, lower=lower_min_max)
+define("Min", check=check_min_max, lower=lower_min_max,
+       signature="Min(a, b : number) : number", doc="The smaller of two numbers.")
 # Max of one device tensor reduces it on the device (reductions.py)
-define("Max", records=True, check=check_min_max, lower=lower_min_max, device=device_reduce, kernels=["max"])
+define("Max", records=True, check=check_min_max, lower=lower_min_max, device=device_reduce, kernels=["max"],
+       signature="Max(a, b : number) : number",
+       doc="The larger of two numbers; Max(t) of one tensor is its largest element.")
 
 
 def check_abs(a, call, expected):
@@ -65,7 +68,7 @@ def lower_abs(f, call: ast.Call) -> CValue:
 
 
 define("Abs", records=True, check=check_abs, lower=lower_abs, device=device_elementwise, kernels=["each_abs"],
-       tape=each_record(BY_NAME["Abs"]))
+       tape=each_record(BY_NAME["Abs"]), signature=BY_NAME["Abs"].signature, doc=BY_NAME["Abs"].doc)
 
 
 def lower_odd(f, call: ast.Call) -> CValue:
@@ -73,7 +76,8 @@ def lower_odd(f, call: ast.Call) -> CValue:
     return CValue(f"(({v.text}) % 2 != 0)", BOOLEAN)
 
 
-define("Odd", check=check_signature([INTEGER], BOOLEAN), lower=lower_odd)
+define("Odd", check=check_signature([INTEGER], BOOLEAN), lower=lower_odd,
+       signature="Odd(n : integer) : boolean", doc="Whether n is odd.")
 
 
 def lower_round(f, call: ast.Call) -> CValue:
@@ -82,8 +86,10 @@ def lower_round(f, call: ast.Call) -> CValue:
     return CValue(f"mica_{call.callee.ident.lower()}({x}, {call.pos.line})", INTEGER)
 
 
-for _name in ("Trunc", "Round", "Floor", "Ceil"):
-    define(_name, check=check_signature([FLOAT64], INTEGER), lower=lower_round)
+for _name, _how in (("Trunc", "toward zero"), ("Round", "to the nearest integer, halves away from zero"),
+                   ("Floor", "down"), ("Ceil", "up")):
+    define(_name, check=check_signature([FLOAT64], INTEGER), lower=lower_round,
+           signature=f"{_name}(x : float) : integer", doc=f"x rounded {_how}; traps when that does not fit an integer.")
 
 
 def lower_float_to_str(f, call: ast.Call) -> CValue:
@@ -93,4 +99,5 @@ def lower_float_to_str(f, call: ast.Call) -> CValue:
     return CValue(f"mica_str_of_f64({f.convert(v, FLOAT64, call.pos.line).text})", STRING, owned=True)
 
 
-define("FloatToStr", check=check_signature([FLOAT64], STRING), lower=lower_float_to_str)
+define("FloatToStr", check=check_signature([FLOAT64], STRING), lower=lower_float_to_str,
+       signature="FloatToStr(x : float) : string", doc="The shortest decimal that reads back to x's bits.")

@@ -78,5 +78,9 @@ def lower_device_optimizer(f, call: ast.Call, adam: bool, places: list, e: Scala
     return NOTHING
 
 
-define("AdamStep", check=check_adam, lower=lower_optimizer, device=lower_optimizer, kernels=["adam_step"])
-define("SgdStep", check=check_sgd, lower=lower_optimizer, device=lower_optimizer, kernels=["sgd_step"])
+define("AdamStep", check=check_adam, lower=lower_optimizer, device=lower_optimizer, kernels=["adam_step"],
+       signature="AdamStep(address w, g, address m, address v, t : integer, lr, beta1, beta2, eps)",
+       doc="One Adam step at step t: updates w and its moments m and v from the gradient g.")
+define("SgdStep", check=check_sgd, lower=lower_optimizer, device=lower_optimizer, kernels=["sgd_step"],
+       signature="SgdStep(address w, g, address velocity, lr, momentum)",
+       doc="One step of SGD with momentum: updates w and velocity from the gradient g.")

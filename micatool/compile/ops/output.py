@@ -93,6 +93,10 @@ def _write_statement(f, to: str, value: CValue, width: str, decimals: str) -> st
     return f"mica_write_{suffix}s({to}, {data}, {count}, {width}, {decimals})"
 
 
-define("Write", check=check_write, lower=lower_write)
-define("WriteLn", check=check_write, lower=lower_write)
-define("Output", check=check_signature([], STREAM), lower=lambda f, call: CValue(OUTPUT, STREAM))
+define("Write", check=check_write, lower=lower_write,
+       signature="Write(args...)", doc="Writes its arguments to the stream given first, or else to standard output.")
+define("WriteLn", check=check_write, lower=lower_write,
+       signature="WriteLn(args...)",
+       doc="Writes its arguments and a line break to the stream given first, or else to standard output.")
+define("Output", check=check_signature([], STREAM), lower=lambda f, call: CValue(OUTPUT, STREAM),
+       signature="Output : stream", doc="The standard output stream, the one plain Write fills.")

@@ -68,7 +68,8 @@ def device_dot(f, call: ast.Call) -> CValue:
     return out
 
 
-define("Dot", records=True, check=check_dot, lower=lower_dot, device=device_dot, kernels=["dot"])
+define("Dot", records=True, check=check_dot, lower=lower_dot, device=device_dot, kernels=["dot"],
+       signature="Dot(a, b : vector[N]) : scalar", doc="The dot product of two vectors.")
 
 
 def lower_outer(f, call: ast.Call) -> CValue:
@@ -92,7 +93,9 @@ def device_outer(f, call: ast.Call) -> CValue:
     return out
 
 
-define("Outer", records=True, check=check_dot, lower=lower_outer, device=device_outer, kernels=["outer"])
+define("Outer", records=True, check=check_dot, lower=lower_outer, device=device_outer, kernels=["outer"],
+       signature="Outer(a : vector[M]; b : vector[N]) : matrix[M, N]",
+       doc="The outer product: element [i, j] is a[i] * b[j].")
 
 
 def check_transpose(a, call, expected):
@@ -138,4 +141,5 @@ def device_transpose(f, call: ast.Call) -> CValue:
 
 
 define("Transpose", records=True, check=check_transpose, lower=lower_transpose, device=device_transpose,
-       kernels=["transpose"], tape={"transpose": TapeRecord(["transpose"], ["transpose_back"])})
+       kernels=["transpose"], tape={"transpose": TapeRecord(["transpose"], ["transpose_back"])},
+       signature="Transpose(m : matrix[R, C]) : matrix[C, R]", doc="The matrix with its rows and columns swapped.")

@@ -127,7 +127,9 @@ def device_quantize(f, call: ast.Call) -> CValue:
 
 
 define("Quantize", check=check_quantize, lower=lower_quantize, device=device_quantize,
-       kernels=["quantize_i8", "quantize_u8"])
+       kernels=["quantize_i8", "quantize_u8"],
+       signature="Quantize(x : float tensor; scale : number; zero : integer; address q : int8 or uint8 tensor)",
+       doc="Writes roundeven(x / scale) + zero into q, clamped to q's range; a zero or NaN scale traps.")
 
 
 def check_dequantize(a, call, expected):
@@ -171,7 +173,9 @@ def device_dequantize(f, call: ast.Call) -> CValue:
 
 
 define("Dequantize", check=check_dequantize, lower=lower_dequantize, device=device_dequantize,
-       kernels=["dequantize_i8", "dequantize_u8"])
+       kernels=["dequantize_i8", "dequantize_u8"],
+       signature="Dequantize(q : int8 or uint8 tensor; scale : number; zero : integer) : float tensor",
+       doc="The floats (q - zero) * scale, in the scale's float type.")
 
 
 def check_quantize_rows(a, call, expected):
@@ -217,4 +221,6 @@ def device_quantize_rows(f, call: ast.Call) -> CValue:
 
 
 define("QuantizeRows", check=check_quantize_rows, lower=lower_quantize_rows, device=device_quantize_rows,
-       kernels=["quantize_rows_i8"])
+       kernels=["quantize_rows_i8"],
+       signature="QuantizeRows(x : matrix[R, C]; address q : matrix[R, C] of int8; address scales : vector[R])",
+       doc="Quantizes each row of x into q with its own scale, max |row| / 127, written into scales.")

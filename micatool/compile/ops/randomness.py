@@ -33,8 +33,10 @@ def lower_fill_random(f, call: ast.Call) -> CValue:
     return NOTHING
 
 
-define("Normal", check=check_fill_random, lower=lower_fill_random)
-define("Uniform", check=check_fill_random, lower=lower_fill_random)
+define("Normal", check=check_fill_random, lower=lower_fill_random, signature="Normal(address x, mean, std)",
+       doc="Fills x, a number or a whole tensor, with normal draws of that mean and standard deviation.")
+define("Uniform", check=check_fill_random, lower=lower_fill_random, signature="Uniform(address x, low, high)",
+       doc="Fills x, a number or a whole tensor, with uniform draws between low and high.")
 
 
 def lower_seed(f, call: ast.Call) -> CValue:
@@ -46,8 +48,11 @@ def lower_random_int(f, call: ast.Call) -> CValue:
     return CValue(f"mica_random_int({f.value(call.args[0]).text}, {call.pos.line})", Scalar("integer"))
 
 
-define("Seed", check=check_signature([INTEGER], VOID), lower=lower_seed)
-define("RandomInt", check=check_signature([INTEGER], INTEGER), lower=lower_random_int)
+define("Seed", check=check_signature([INTEGER], VOID), lower=lower_seed,
+       signature="Seed(n : integer)",
+       doc="Seeds this task's random generator, so the draws that follow repeat on every machine.")
+define("RandomInt", check=check_signature([INTEGER], INTEGER), lower=lower_random_int,
+       signature="RandomInt(n : integer) : integer", doc="A uniform random integer in 0..n-1.")
 
 
 def check_dropout(a, call, expected):
@@ -93,4 +98,6 @@ def device_dropout(f, call: ast.Call) -> CValue:
 
 
 define("Dropout", records=True, check=check_dropout, lower=lower_dropout, device=device_dropout, kernels=["dropout"],
-       tape={"dropout": TapeRecord(["dropout"], ["dropout_back"])})
+       tape={"dropout": TapeRecord(["dropout"], ["dropout_back"])},
+       signature="Dropout(x : float tensor; p : number) : same shape",
+       doc="Zeroes each element with chance p and scales the others by 1 / (1 - p), a mask from the seeded generator.")

@@ -40,9 +40,11 @@ def device_reduce(f, call: ast.Call) -> CValue:
     return out
 
 
-for _name in ("Sum", "Mean"):
+for _name, _what in (("Sum", "sum"), ("Mean", "mean")):
     define(_name, records=True, check=check_reduce, lower=lower_reduce, device=device_reduce, kernels=[_name.lower()],
-           tape={_name.lower(): TapeRecord([_name.lower()], [f"{_name.lower()}_back"])})
+           tape={_name.lower(): TapeRecord([_name.lower()], [f"{_name.lower()}_back"])},
+           signature=f"{_name}(t : tensor) : scalar of t's element type",
+           doc=f"The {_what} of all the tensor's elements.")
 # Max of one tensor; Max of two numbers is numbers.py's, which hands a tensor here.
 define("Max:reduce", records=True, check=check_reduce, lower=lower_reduce, device=device_reduce, kernels=["max"],
        tape={"max": TapeRecord(["max"], ["max_back"])})
@@ -77,4 +79,5 @@ def device_sum_rows(f, call: ast.Call) -> CValue:
 
 
 define("SumRows", records=True, check=check_sum_rows, lower=lower_sum_rows, device=device_sum_rows,
-       kernels=["sum_rows"], tape={"sum_rows": TapeRecord(["sum_rows"], ["sum_rows_back"])})
+       kernels=["sum_rows"], tape={"sum_rows": TapeRecord(["sum_rows"], ["sum_rows_back"])},
+       signature="SumRows(m : [..., C]) : vector[C]", doc="The rows of a tensor of rank 2 or more added together.")

@@ -17,10 +17,17 @@ from .library import STRINGS, define_calls
 from .lowering import borrowed_arg
 
 define_calls({
-    "Compile": ([STRING, Lent(REGEX)], BOOLEAN, "mica_regex_compile", False),
-    "IsMatch": ([REGEX, STRING], BOOLEAN, "mica_regex_is_match", True),
-    "Find": ([REGEX, STRING, Lent(STRINGS)], BOOLEAN, "mica_regex_find", True),
-    "ReplaceAll": ([REGEX, STRING, STRING], STRING, "mica_regex_replace_all", True),
+    "Compile": ([STRING, Lent(REGEX)], BOOLEAN, "mica_regex_compile", False,
+                "Compile(pattern : string; address re : regex) : boolean",
+                "Compiles pattern into re; false for a malformed one, with the reason for LastError."),
+    "IsMatch": ([REGEX, STRING], BOOLEAN, "mica_regex_is_match", True, "IsMatch(re : regex; s : string) : boolean",
+                "Whether re matches anywhere in s."),
+    "Find": ([REGEX, STRING, Lent(STRINGS)], BOOLEAN, "mica_regex_find", True,
+             "Find(re : regex; s : string; address groups : array of string) : boolean",
+             "The leftmost-first match of re in s into groups: [0] the whole match, [i] group i; false for none."),
+    "ReplaceAll": ([REGEX, STRING, STRING], STRING, "mica_regex_replace_all", True,
+                   "ReplaceAll(re : regex; s, template : string) : string",
+                   "s with every match of re replaced by template, in which $1 is group 1's text and $0 the match."),
 })
 
 
@@ -32,4 +39,6 @@ def lower_find_all(f, call: ast.Call) -> CValue:
     return CValue(matches, STRINGS, owned=True, lvalue=True)
 
 
-define("FindAll", check=check_signature([REGEX, STRING], STRINGS), lower=lower_find_all)
+define("FindAll", check=check_signature([REGEX, STRING], STRINGS), lower=lower_find_all,
+       signature="FindAll(re : regex; s : string) : array of string",
+       doc="Every match of re in s, left to right, not overlapping.")

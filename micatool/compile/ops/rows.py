@@ -84,7 +84,8 @@ def device_rows(f, call: ast.Call) -> CValue:
 
 
 define("Softmax", records=True, check=check_row_op, lower=lower_softmax, device=device_rows, kernels=["softmax_rows"],
-       tape={"softmax": TapeRecord(["softmax_rows"], ["softmax_back_rows"])})
+       tape={"softmax": TapeRecord(["softmax_rows"], ["softmax_back_rows"])},
+       signature="Softmax(x : tensor) : same shape", doc="The softmax of each row, its maximum subtracted first.")
 
 
 def lower_causal_mask(f, call: ast.Call) -> CValue:
@@ -106,7 +107,9 @@ def device_causal_mask(f, call: ast.Call) -> CValue:
 
 
 define("CausalMask", records=True, check=check_row_op, lower=lower_causal_mask, device=device_causal_mask,
-       kernels=["causal_mask"], tape={"causal_mask": TapeRecord(["causal_mask"], ["causal_mask_back"])})
+       kernels=["causal_mask"], tape={"causal_mask": TapeRecord(["causal_mask"], ["causal_mask_back"])},
+       signature="CausalMask(m : [..., R, C]) : same shape",
+       doc="m with the entries above each matrix's diagonal set to -infinity.")
 
 
 def check_norm(a, call, expected):
@@ -152,9 +155,13 @@ def lower_norm(f, call: ast.Call) -> CValue:
 
 
 define("LayerNorm", records=True, check=check_norm, lower=lower_norm, device=device_rows, kernels=["layernorm_rows"],
-       tape={"layernorm": TapeRecord(["layernorm_rows"], ["layernorm_params_back", "layernorm_back_rows"])})
+       tape={"layernorm": TapeRecord(["layernorm_rows"], ["layernorm_params_back", "layernorm_back_rows"])},
+       signature="LayerNorm(x : rows of C; gain, bias : vector[C]) : same shape",
+       doc="Each row as (x - mean) / sqrt(var + 1e-5), times gain, plus bias.")
 define("RmsNorm", records=True, check=check_norm, lower=lower_norm, device=device_rows, kernels=["rmsnorm_rows"],
-       tape={"rmsnorm": TapeRecord(["rmsnorm_rows"], ["rmsnorm_gain_back", "rmsnorm_back_rows"])})
+       tape={"rmsnorm": TapeRecord(["rmsnorm_rows"], ["rmsnorm_gain_back", "rmsnorm_back_rows"])},
+       signature="RmsNorm(x : rows of C; gain : vector[C]) : same shape",
+       doc="Each row as x / sqrt(mean(x*x) + 1e-5), times gain.")
 
 
 def integer_data(f, arg: ast.Expr) -> tuple[str, str]:
@@ -234,7 +241,9 @@ def device_cross_entropy(f, call: ast.Call) -> CValue:
 
 define("CrossEntropy", records=True, check=check_cross_entropy, lower=lower_cross_entropy, device=device_cross_entropy,
        kernels=["cross_entropy_rows", "mean"],
-       tape={"cross_entropy": TapeRecord(["cross_entropy_rows", "mean"], ["cross_entropy_back_rows"])})
+       tape={"cross_entropy": TapeRecord(["cross_entropy_rows", "mean"], ["cross_entropy_back_rows"])},
+       signature="CrossEntropy(logits : [..., V]; targets : integer [...]) : scalar",
+       doc="The mean over the rows of logsumexp(row) - row[target].")
 
 
 def check_gather(a, call, expected):
@@ -296,4 +305,6 @@ def device_gather(f, call: ast.Call) -> CValue:
 
 
 define("Gather", records=True, check=check_gather, lower=lower_gather, device=device_gather, kernels=["gather"],
-       tape={"gather": TapeRecord(["gather"], ["gather_back"])})
+       tape={"gather": TapeRecord(["gather"], ["gather_back"])},
+       signature="Gather(table : matrix[V, D]; ids : integer or [...] of integers) : [..., D]",
+       doc="Row ids[i] of the table for each id.")

@@ -54,4 +54,6 @@ def lower_sort(f, call: ast.Call) -> CValue:
     return NOTHING
 
 
-define("Sort", check=check_sort, lower=lower_sort)
+define("Sort", check=check_sort, lower=lower_sort,
+       signature="Sort(address a : array; address b : optional array)",
+       doc="Sorts a into ascending order, stably; the elements of b, when given, move with a's.")

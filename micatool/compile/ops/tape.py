@@ -49,7 +49,9 @@ def lower_backward(f, call: ast.Call) -> CValue:
     return NOTHING
 
 
-define("Backward", check=check_backward, lower=lower_backward, device=lower_backward)
+define("Backward", check=check_backward, lower=lower_backward, device=lower_backward,
+       signature="Backward(l : tracked scalar)",
+       doc="Walks the tape back from the tracked scalar l after its window, computing the gradients.")
 
 
 def check_gradient(a, call, expected):
@@ -69,4 +71,6 @@ def lower_gradient(f, call: ast.Call) -> CValue:
     return f.gradient(call)
 
 
-define("Gradient", check=check_gradient, lower=lower_gradient, device=lower_gradient)
+define("Gradient", check=check_gradient, lower=lower_gradient, device=lower_gradient,
+       signature="Gradient(place) : the place's plain type",
+       doc="The gradient of the value the place held when the window first read it.")

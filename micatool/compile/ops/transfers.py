@@ -46,5 +46,7 @@ def lower_to_host(f, call: ast.Call) -> CValue:
 
 
 # Both always have a GPU side, so they always lower through `device`.
-define("ToDevice", check=check_transfer, lower=lower_to_device, device=lower_to_device)
-define("ToHost", check=check_transfer, lower=lower_to_host, device=lower_to_host)
+define("ToDevice", check=check_transfer, lower=lower_to_device, device=lower_to_device,
+       signature="ToDevice(h : host value) : device value", doc="The same value, on the GPU.")
+define("ToHost", check=check_transfer, lower=lower_to_host, device=lower_to_host,
+       signature="ToHost(a : device value) : host value", doc="The same value, on the host.")
