@@ -314,7 +314,11 @@ def run_notebook(notebook: Path, tier: str, target: targets.Target, include: tup
 
 def verify(path: Path, tier: str, target: targets.Target, include: tuple[str, ...] = ()) -> int:
     """Hold every notebook under path to its recordings; 1 when any output or plot differs."""
-    failed = [notebook for notebook in notebooks(path) if not verify_notebook(notebook, tier, target, include)]
+    found = notebooks(path)
+    if not found:
+        print(f"{path}: no Markdown file under it holds a ```mica cell, so nothing to verify")
+        return 1
+    failed = [notebook for notebook in found if not verify_notebook(notebook, tier, target, include)]
     return 1 if failed else 0
 
 
@@ -322,6 +326,9 @@ def verify_notebook(notebook: Path, tier: str, target: targets.Target, include: 
     """Run every cell and hold its output and plot against the recording; False when any differs."""
     lines = notebook.read_text().splitlines()
     found = cells(notebook, lines)
+    if not found:  # a verify that checked nothing proves nothing: a wrong path or a misspelt fence
+        print(f"{notebook}: no ```mica cells, so nothing to verify")
+        return False
     made = sources(notebook, found)
     failed = 0
     for number, cell in enumerate(found, 1):

@@ -72,6 +72,15 @@ def doc(uri: str) -> types.TextDocumentIdentifier:
     return types.TextDocumentIdentifier(uri=uri)
 
 
+def lines(first: int, last: int, end: int = 0) -> types.Range:
+    """Lines first to last (0-based), up to character `end` of the last."""
+    return types.Range(start=types.Position(line=first, character=0), end=types.Position(line=last, character=end))
+
+
+LAYOUT = types.FormattingOptions(tab_size=4, insert_spaces=True)
+WITH_DECLARATION = types.ReferenceContext(include_declaration=True)
+
+
 # ---------------------------------------------------------------- diagnostics
 
 
@@ -152,7 +161,7 @@ async def test_definition_and_references_cross_into_units(client, split):
     assert found.uri == from_fs_path(str(split / "layers.mica"))
     assert (found.range.start.line, found.range.start.character) == (14, 9)
     refs = await client.text_document_references_async(
-        types.ReferenceParams(text_document=doc(uri), position=at(text, "AdamVector"), context=types.ReferenceContext(include_declaration=True)))
+        types.ReferenceParams(text_document=doc(uri), position=at(text, "AdamVector"), context=WITH_DECLARATION))
     assert sorted((Path(r.uri).name, r.range.start.line) for r in refs) == [
         ("optim.mica", 5), ("optim.mica", 17), ("split.mica", 34)]
 
@@ -237,16 +246,16 @@ async def test_formatting_gives_fmts_text(client, tmp_path):
     text = "program P;\nvar x:integer;\nbegin\nx:=1;\n      WriteLn( x );\nend.\n"
     uri, _ = await opened(client, tmp_path / "p.mica", text)
     edits = await client.text_document_formatting_async(
-        types.DocumentFormattingParams(text_document=doc(uri), options=types.FormattingOptions(tab_size=4, insert_spaces=True)))
+        types.DocumentFormattingParams(text_document=doc(uri), options=LAYOUT))
     assert [e.new_text for e in edits] == [format_source(SourceFile(str(tmp_path / "p.mica"), text))]
 
 
 async def test_inlay_hints_show_each_generic_calls_binding(client, split):
     text = (split / "split.mica").read_text()
     uri, _ = await opened(client, split / "split.mica")
-    lines = text.count("\n")
+    count = text.count("\n")
     found = await client.text_document_inlay_hint_async(
-        types.InlayHintParams(text_document=doc(uri), range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=lines, character=0))))
+        types.InlayHintParams(text_document=doc(uri), range=lines(0, count)))
     assert [(h.position.line, h.position.character, h.label) for h in found] == [
         (26, 26, "<M = 3, N = 3>"), (30, 36, "<N = 3>"), (33, 28, "<M = 3, N = 3>"), (34, 22, "<N = 3>")]
 
@@ -256,13 +265,15 @@ async def test_quick_fixes_apply_what_the_diagnostic_suggests(client, tmp_path):
     uri, diagnostics = await opened(client, tmp_path / "p.mica", text)
     assert [d.code for d in diagnostics] == [2007, 3001]
     found = await client.text_document_code_action_async(
-        types.CodeActionParams(text_document=doc(uri), range=types.Range(start=types.Position(line=4, character=0), end=types.Position(line=4, character=9)), context=types.CodeActionContext(diagnostics=diagnostics)))
+        types.CodeActionParams(text_document=doc(uri), range=lines(4, 4, 9),
+                               context=types.CodeActionContext(diagnostics=diagnostics)))
     assert [(a.title, a.edit.changes[uri][0].new_text, span(a.edit.changes[uri][0])) for a in found] == [
         ("Change '=' to ':='", ":=", (4, 6, 4, 7))]
     text = "program P;\nvar\n    x : integer;\nbegin\n    x := 1;\n    Writeln(x);\nend.\n"
     uri, diagnostics = await opened(client, tmp_path / "q.mica", text)
     found = await client.text_document_code_action_async(
-        types.CodeActionParams(text_document=doc(uri), range=types.Range(start=types.Position(line=5, character=0), end=types.Position(line=5, character=9)), context=types.CodeActionContext(diagnostics=diagnostics)))
+        types.CodeActionParams(text_document=doc(uri), range=lines(5, 5, 9),
+                               context=types.CodeActionContext(diagnostics=diagnostics)))
     assert [(a.title, a.edit.changes[uri][0].new_text, span(a.edit.changes[uri][0])) for a in found] == [
         ("Change to 'WriteLn'", "WriteLn", (5, 4, 5, 11))]
 
@@ -280,14 +291,14 @@ async def test_the_server_answers_every_request_whatever_the_text(client, tmp_pa
         client.text_document_did_change(types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
             content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
-        lines = text.split("\n")
-        line = rng.randrange(len(lines))
-        where = types.Position(line=line, character=rng.randrange(len(lines[line]) + 1))
-        whole = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=len(lines), character=0))
+        rows = text.split("\n")
+        row = rng.randrange(len(rows))
+        where = types.Position(line=row, character=rng.randrange(len(rows[row]) + 1))
+        whole = lines(0, len(rows))
         await client.text_document_hover_async(types.HoverParams(text_document=doc(uri), position=where))
         await client.text_document_definition_async(types.DefinitionParams(text_document=doc(uri), position=where))
         await client.text_document_references_async(
-            types.ReferenceParams(text_document=doc(uri), position=where, context=types.ReferenceContext(include_declaration=True)))
+            types.ReferenceParams(text_document=doc(uri), position=where, context=WITH_DECLARATION))
         await client.text_document_completion_async(types.CompletionParams(text_document=doc(uri), position=where))
         await client.text_document_signature_help_async(
             types.SignatureHelpParams(text_document=doc(uri), position=where))
@@ -295,9 +306,10 @@ async def test_the_server_answers_every_request_whatever_the_text(client, tmp_pa
         await client.text_document_semantic_tokens_full_async(types.SemanticTokensParams(text_document=doc(uri)))
         await client.text_document_inlay_hint_async(types.InlayHintParams(text_document=doc(uri), range=whole))
         await client.text_document_code_action_async(
-            types.CodeActionParams(text_document=doc(uri), range=whole, context=types.CodeActionContext(diagnostics=list(client.diagnostics.get(uri, [])))))
+            types.CodeActionParams(text_document=doc(uri), range=whole, context=types.CodeActionContext(
+                diagnostics=list(client.diagnostics.get(uri, [])))))
         await client.text_document_formatting_async(
-            types.DocumentFormattingParams(text_document=doc(uri), options=types.FormattingOptions(tab_size=4, insert_spaces=True)))
+            types.DocumentFormattingParams(text_document=doc(uri), options=LAYOUT))
         await client.text_document_prepare_rename_async(
             types.PrepareRenameParams(text_document=doc(uri), position=where))
     assert client.error is None

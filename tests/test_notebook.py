@@ -104,6 +104,16 @@ def test_verify_shows_how_an_output_differs_and_which_cells_lack_one(tmp_path, c
     assert book.read_text() == NOTEBOOK  # verify never writes
 
 
+def test_a_verify_that_checks_nothing_fails(tmp_path, capsys):
+    book = tmp_path / "prose.md"
+    book.write_text("# Only prose\n\n```pascal\nbegin end.\n```\n")
+    assert main(["notebook", "verify", str(book)]) == 1
+    assert capsys.readouterr().out == f"{book}: no ```mica cells, so nothing to verify\n"
+    assert main(["notebook", "verify", str(tmp_path)]) == 1
+    said = capsys.readouterr().out
+    assert said == f"{tmp_path}: no Markdown file under it holds a ```mica cell, so nothing to verify\n"
+
+
 @pytest.mark.parametrize("body,where", [
     ("    WriteLn(x);\nend.\n", "6:13: analyzer error 3001: unknown name 'x'"),
     ("    WriteLn(1);\n", "6:16: analyzer error 2002: unexpected end of file"),  # cut short: at its last line
