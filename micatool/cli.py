@@ -97,9 +97,22 @@ def output_path(args, default: str) -> Path:
 
 
 def cmd_build(args) -> int:
-    output = output_path(args, Path(args.program).stem)
+    output = output_path(args, default_binary(Path(args.program).stem, args.target))
     _build_binary(_compile(args, args.program), args.target, args.tier, output, args.symbols)
+    if not args.output and output.name != Path(args.program).stem:
+        print(f"wrote {output} (for {args.target.name})", file=sys.stderr)
     return 0
+
+
+def default_binary(stem: str, target: targets.Target) -> str:
+    """The program's name for this machine; for another, with the machine after it
+    (`springs-aarch64`), so a cross build never silently replaces a native one."""
+    try:
+        if target == targets.native():
+            return stem
+    except targets.TargetError:  # a machine Mica does not build for: every build is a cross build
+        pass
+    return f"{stem}-{target.name.split('-')[0]}"
 
 
 def cmd_image(args) -> int:
@@ -349,7 +362,8 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
         if name == "build":
             sub.add_argument("--target", default="native", type=_word(targets.resolve),
                              help="x86_64-linux (amd64), aarch64-linux (arm64) or native")
-            sub.add_argument("-o", "--output", help="the binary to write (default: the program's name)")
+            sub.add_argument("-o", "--output", help="the binary to write (default: the program's name; for another "
+                                                    "machine, with the machine after it: NAME-aarch64)")
             sub.add_argument("--symbols", action="store_true",
                              help="keep symbols and frame pointers, to profile with perf or callgrind")
         if name == "run":

@@ -101,6 +101,19 @@ def test_run_gives_the_program_only_what_follows_the_separator(tmp_path):
     assert done.returncode == 2 and "unrecognized arguments: stray" in done.stderr
 
 
+def test_a_cross_build_is_named_for_its_machine_beside_the_native_one(hello):
+    """Without -o, a build for another machine cannot replace this machine's binary."""
+    from micatool.targets import TARGETS, native
+
+    other = next(t for t in TARGETS.values() if t != native())
+    assert micatool("build", "hello.mica", cwd=hello.parent).returncode == 0
+    done = micatool("build", "--target", other.name, "hello.mica", cwd=hello.parent)
+    machine = other.name.split("-")[0]
+    assert (done.returncode, done.stderr.splitlines()[-1]) == (0, f"wrote hello-{machine} (for {other.name})")
+    with (hello.parent / "hello").open("rb") as native_binary, (hello.parent / f"hello-{machine}").open("rb") as cross:
+        assert native_binary.read(20)[18] != cross.read(20)[18]  # e_machine: two machines, two files
+
+
 def test_a_file_name_that_is_not_utf8_builds(tmp_path):
     program = Path(os.fsdecode(bytes(tmp_path) + b"/h\xffx.mica"))
     program.write_text(HELLO)
