@@ -159,6 +159,13 @@ def test_int8_needs_a_checkpoint(small):
     assert (done.returncode, done.stdout) == (2, "usage: int8 --load FILE [--corpus FILE] [--save-int8 FILE]\n")
 
 
+def test_away_from_its_folder_the_trainer_says_to_name_the_corpus(small, tmp_path):
+    done = subprocess.run([str(build(small / "gpt.mica"))], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (1, "gpt: cannot open 'examples/gpt/corpus.txt': No such file or directory\n"
+                                              "gpt: name the text to train on with --corpus FILE "
+                                              "(examples/gpt/corpus.txt ships with it)\n")
+
+
 def test_the_int8_loss_stays_within_two_percent_of_float32():
     record = INT8_RECORD.read_text()
     float_loss = float(re.search(r"^validation loss ([\d.]+) against", record, re.M).group(1))
