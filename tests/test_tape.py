@@ -166,7 +166,7 @@ def test_explain_lists_every_tracked_place(capsys):
         "h            tracked vector[2] of float64            2\n"
         "l            tracked float64                         1\n"
         "p            tracked vector[2] of float64            2\n"
-        "5 tracked places, 13 parameters\n")
+        "5 tracked places holding 13 elements in all\n")
 
 
 def test_trackedrecords_matches_seed_000():

@@ -46,6 +46,8 @@ def explain_table(analysis: Analysis) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     lines = [f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}" for r in rows]
     total = sum(p.count for p in places)
+    # Every tracked value counts, a loss or an activation as much as a weight: the
+    # line says elements, not parameters, which a reader would take for weights only.
     noun = "place" if len(places) == 1 else "places"
-    lines.append(f"{len(places)} tracked {noun}, {total} parameters")
+    lines.append(f"{len(places)} tracked {noun} holding {total} {'element' if total == 1 else 'elements'} in all")
     return "\n".join(lines) + "\n"
