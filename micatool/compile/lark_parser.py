@@ -17,8 +17,7 @@ from lark import Token
 
 from ..diagnostics import ELLIPSIS, MAX_ERRORS, CompileError, Diagnostic, Pos, Reporter, SourceFile
 from . import ast
-from .descent import INT64_MAX, KEYWORDS, MAX_NESTING, scan
-from .descent import Token as ScannedToken
+from .descent import INT64_MAX, KEYWORDS, MAX_NESTING
 from .repair import RepairedText
 
 
@@ -32,7 +31,33 @@ def _parser() -> tuple[lark.Lark, Builder]:
     builder = Builder()
     parser = lark.Lark(_grammar(), parser="lalr", lexer="basic", maybe_placeholders=True,
                        transformer=builder._callbacks())
+    parser.parser.lexer = KeptTokens(parser.parser.lexer)
     return parser, builder
+
+
+class KeptTokens(lark.lexer.Lexer):
+    """lark's lexer, which hands the parser the tokens `kept` first and lexes only the
+    text after them: a repair changes the text from some offset on, so the tokens
+    before it are the last pass's (the recovery of a long file would otherwise spend
+    most of its time lexing the same text again). `seen` is what it handed out."""
+
+    def __init__(self, lexer: lark.lexer.Lexer):
+        self.lexer = lexer
+        self.kept: list[Token] = []
+        self.seen: list[Token] = []
+
+    def lex(self, state: lark.lexer.LexerState, parser_state):
+        self.seen = list(self.kept)
+        yield from self.kept
+        if self.kept:
+            last = self.kept[-1]
+            counter = state.line_ctr
+            counter.char_pos, counter.line, counter.column = last.end_pos, last.end_line, last.end_column
+            counter.line_start_pos = last.end_pos - (last.end_column - 1)
+            state.last_token = last
+        for token in self.lexer.lex(state, parser_state):
+            self.seen.append(token)
+            yield token
 
 
 def _lark() -> lark.Lark:
@@ -58,6 +83,7 @@ def parse_recovering(source: SourceFile) -> tuple[ast.Program | ast.Unit | None,
     text = RepairedText(source.text)
     parser, builder = _parser()
     last = None
+    lexer = parser.parser.lexer
     told = -1
     while told < len(reporter.diagnostics) < MAX_ERRORS:  # each pass tells a new error, or the repairs go round
         told = len(reporter.diagnostics)
@@ -65,6 +91,9 @@ def parse_recovering(source: SourceFile) -> tuple[ast.Program | ast.Unit | None,
         mapped = MappedReporter(reporter, text)
         builder._start(mapped)
         held = HeldReporter()  # an error is told only if it is the file's own, not a cascade
+        if text.changed_from is not None:
+            lexer.kept = [t for t in lexer.seen if t.end_pos <= text.changed_from]
+            text.changed_from = None
         try:
             program = parser.parse(text.text)
         except lark.exceptions.UnexpectedCharacters as e:
@@ -76,7 +105,7 @@ def parse_recovering(source: SourceFile) -> tuple[ast.Program | ast.Unit | None,
             if code == 1003 or not text.repair_character(e.pos_in_stream):
                 break
         except lark.exceptions.UnexpectedToken as e:
-            code = _syntax_error(held, view, e)
+            code = _syntax_error(held, view, e, lexer.seen)
             where = (e.token.start_pos, code)  # the same error again: the repair did not take
             if held.cascades(text) or where == last:
                 break
@@ -95,6 +124,8 @@ def parse_recovering(source: SourceFile) -> tuple[ast.Program | ast.Unit | None,
             builder._report_too_large()
             diagnostics = CompileError(reporter.diagnostics).diagnostics
             return (program if not any(d.code == 2010 for d in diagnostics) else None), diagnostics, text
+        finally:
+            lexer.kept = []
         last = where
     return None, CompileError(reporter.diagnostics).diagnostics, text
 
@@ -201,19 +232,6 @@ def _token_text(token: Token) -> str:
     return f"'{token.value}'"
 
 
-def _previous_token(source: SourceFile, offset: int) -> ScannedToken | None:
-    """The token before `offset`, comments aside: a missing ';' belongs at its end.
-    descent.scan, three times quicker than lark's lexer, keeps a recovering parse
-    of a long file quick."""
-    return next((t for t in reversed(scan(source.text[:offset])) if t.kind != "comment"), None)
-
-
-def _end_of(token: ScannedToken) -> Pos:
-    """Just after a token, which may run over lines (a string or comment)."""
-    lines = token.text.split("\n")
-    return Pos(token.line + len(lines) - 1, (token.col if len(lines) == 1 else 1) + len(lines[-1]))
-
-
 def _end_pos(source: SourceFile) -> Pos:
     """Just after the last line's text: a final line break opens no line of its own."""
     return source.pos_at(len(source.text.removesuffix("\n").removesuffix("\r")))
@@ -255,8 +273,9 @@ def _reported_unclosed_comment(reporter: Reporter, source: SourceFile, before: i
     return True
 
 
-def _syntax_error(reporter, source: SourceFile, e: lark.exceptions.UnexpectedToken) -> int:
-    """Report the token the parser could not take; the code it was given."""
+def _syntax_error(reporter, source: SourceFile, e: lark.exceptions.UnexpectedToken, seen: list[Token]) -> int:
+    """Report the token the parser could not take; the code it was given. `seen` are
+    the tokens the lexer handed out, the one before e.token among them."""
     token = e.token
     expected = set(e.expected)
     if _reported_unclosed_comment(reporter, source, token.start_pos):
@@ -281,9 +300,9 @@ def _syntax_error(reporter, source: SourceFile, e: lark.exceptions.UnexpectedTok
     if "COLON" in expected and token.type == "NAME" and expected <= {"COLON", "COMMA", "SEMICOLON"}:  # `var x integer`
         reporter.error(pos, 2003, f"expected ':' before {found}: a declaration gives a name its type after ':'")
         return 2003
-    before = _previous_token(source, token.start_pos) if "SEMICOLON" in expected else None
-    if "SEMICOLON" in expected and token.type != "DOT" and (before is None or before.kind != ";"):
-        where = _end_of(before) if before is not None else pos
+    before = next((t for t in reversed(seen) if t.end_pos <= token.start_pos), None)  # the token before it
+    if "SEMICOLON" in expected and token.type != "DOT" and (before is None or before.type != "SEMICOLON"):
+        where = Pos(before.end_line, before.end_column) if before is not None else pos
         reporter.error(where, 2001, f"expected ';' before {found}")
         return 2001
     if "DOT" in expected and len(expected) == 1:

@@ -30,6 +30,7 @@ class RepairedText:
         self.lines: set[int] = set()  # the lines a repair changed
         self.taken_out = False  # whether a repair took code out, not only mended it
         self.taken_out_to: int | None = None  # the last line of the code the latest repair took out
+        self.changed_from: int | None = None  # the first offset the repairs since the last parse changed
 
     def made_up(self, line: int, code: int) -> bool:
         """Might the analyzer's diagnostic be one the repairs made? One on a changed line
@@ -151,12 +152,14 @@ class RepairedText:
 
     def blank(self, start: int, end: int) -> None:
         """Spaces for the text between start and end, its line breaks kept."""
+        self.changed(start)
         gone = self.text[start:end]
         first = self.text.count("\n", 0, start) + 1
         self.lines.update(range(first, first + gone.count("\n") + 1))
         self.text = self.text[:start] + "".join(c if c == "\n" else " " for c in gone) + self.text[end:]
 
     def replace(self, token: Token, text: str) -> None:
+        self.changed(token.offset)
         self.lines.add(token.line)
         if len(text) > len(token.text):
             self.note_insert(token.line, token.col + len(token.text), len(text) - len(token.text))
@@ -165,8 +168,12 @@ class RepairedText:
     def insert(self, after: Token, text: str) -> None:
         self.lines.add(after.line)
         end = after.offset + len(after.text)
+        self.changed(end)
         self.note_insert(after.line, after.col + len(after.text), len(text))
         self.text = self.text[:end] + text + self.text[end:]
+
+    def changed(self, offset: int) -> None:
+        self.changed_from = offset if self.changed_from is None else min(self.changed_from, offset)
 
     def note_insert(self, line: int, col: int, count: int) -> None:
         self.inserted.setdefault(line, []).append((col, count))
