@@ -129,3 +129,30 @@ def test_an_operator_where_a_statement_begins_is_unexpected_not_a_missing_semico
         assert [(d.pos.line, d.pos.col, d.code, d.message) for d in e.diagnostics] == [(6, 5, 2003, "unexpected '>='")]
     else:
         raise AssertionError("no diagnostics")
+
+
+def test_what_the_repairs_reuse_is_what_a_fresh_look_at_the_text_finds():
+    """The recovery keeps the tokens before each repair instead of finding them again:
+    after every pass, they must be exactly what scanning and lexing the repaired text
+    from the top gives, over files whose slips are repaired in every way."""
+    from micatool.compile.descent import scan
+    from micatool.compile.lark_parser import _lark, parse_recovering
+
+    texts = [(Path(__file__).parent / "recovery" / "eleven.mica").read_text()]
+    rng = random.Random(3)
+    base = (Path(__file__).parents[1] / "examples" / "mlp" / "mlp.mica").read_text().split("\n")
+    for _ in range(20):
+        lines = list(base)
+        for n in rng.sample(range(len(lines)), 4):
+            lines[n] = lines[n].replace(";", "", 1) if rng.random() < 0.5 else lines[n].replace(":=", "=", 1)
+        texts.append("\n".join(lines))
+    checked = 0
+    for text in texts:
+        tree, diagnostics, repaired = parse_recovering(SourceFile("slips.mica", text))
+        repaired.tokens_at(0)  # brings the kept scan up to the last repair
+        assert repaired.scanned == scan(repaired.text)
+        if tree is not None and diagnostics:  # the last pass read the whole repaired text
+            seen = [(t.type, t.value, t.start_pos, t.line, t.column) for t in _lark().parser.lexer.seen]
+            assert seen == [(t.type, t.value, t.start_pos, t.line, t.column) for t in _lark().lex(repaired.text)]
+            checked += 1
+    assert checked >= 10

@@ -81,11 +81,13 @@ class Token:
     offset: int
 
 
-def scan(text: str) -> list[Token]:
+def scan(text: str, at: tuple[int, int, int] = (0, 1, 0)) -> list[Token]:
     """Every token of text, comments included, in order (for the formatter and the
-    language server, which keep what the parser skips)."""
-    tokens, line, line_start = [], 1, 0
-    for match in _TOKEN.finditer(text):
+    language server, which keep what the parser skips). `at` is where to start, as
+    Parser takes it: the offset, its line and the offset that line starts at."""
+    offset, line, line_start = at
+    tokens = []
+    for match in _TOKEN.finditer(text, offset):
         kind = match.lastgroup
         value = match.group(kind)
         start = match.start(kind)

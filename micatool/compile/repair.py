@@ -31,6 +31,8 @@ class RepairedText:
         self.taken_out = False  # whether a repair took code out, not only mended it
         self.taken_out_to: int | None = None  # the last line of the code the latest repair took out
         self.changed_from: int | None = None  # the first offset the repairs since the last parse changed
+        self.scanned: list[Token] = []  # the text's tokens, comments too, as far as `rescan_from`
+        self.rescan_from: int | None = 0  # the first offset changed since they were scanned
 
     def made_up(self, line: int, code: int) -> bool:
         """Might the analyzer's diagnostic be one the repairs made? One on a changed line
@@ -82,8 +84,13 @@ class RepairedText:
         return True
 
     def tokens_at(self, offset: int) -> tuple[list[Token], int | None]:
-        """The text's tokens but comments, and the number of the one at offset."""
-        tokens = [t for t in scan(self.text) if t.kind != "comment"]
+        """The text's tokens but comments, and the number of the one at offset. Only the
+        text a repair changed is scanned again: the tokens before it stay as they were."""
+        if self.rescan_from is not None:
+            kept = [t for t in self.scanned if t.offset + len(t.text) <= self.rescan_from]
+            self.scanned = kept + scan(self.text, after(kept[-1]) if kept else (0, 1, 0))
+            self.rescan_from = None
+        tokens = [t for t in self.scanned if t.kind != "comment"]
         return tokens, next((i for i, t in enumerate(tokens) if t.offset == offset), None)
 
     def take_out(self, tokens: list[Token], k: int) -> None:
@@ -174,6 +181,17 @@ class RepairedText:
 
     def changed(self, offset: int) -> None:
         self.changed_from = offset if self.changed_from is None else min(self.changed_from, offset)
+        self.rescan_from = offset if self.rescan_from is None else min(self.rescan_from, offset)
 
     def note_insert(self, line: int, col: int, count: int) -> None:
         self.inserted.setdefault(line, []).append((col, count))
+
+
+def after(token: Token) -> tuple[int, int, int]:
+    """Where the text after a token starts, as scan takes it: its offset, line, and the
+    offset that line starts at."""
+    end = token.offset + len(token.text)
+    breaks = token.text.count("\n")
+    if breaks:
+        return end, token.line + breaks, token.offset + token.text.rindex("\n") + 1
+    return end, token.line, token.offset - (token.col - 1)
