@@ -24,8 +24,9 @@ from glibc_base import BASE_ENV, BASE_USER, glibc_base, run_in_root, unpack_laye
 from helpers import EXAMPLES
 from static_hello import hello_binaries  # noqa: F401 (fixture)
 from test_image import docker, run_container
-from micatool.cli import _build_binary, _compile, main
+from micatool.cli import _build_binary, main
 from micatool import targets
+from micatool.compile import compile_program, load_source
 from micatool.link import bases, image, size
 
 PROGRAM = EXAMPLES / "gpu" / "gpu.mica"
@@ -57,7 +58,7 @@ def fake_drivers(tmp_path_factory):
 
 
 def build_binary(program, target: str) -> bytes:
-    return _build_binary(_compile(str(program)), targets.resolve(target), "fast", None).read_bytes()
+    return _build_binary(compile_program(load_source(str(program))), targets.resolve(target), "fast", None).read_bytes()
 
 
 def members(path) -> dict[str, bytes]:
