@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import argparse
 import platform
-import subprocess
 import time
 from pathlib import Path
 
+from gpt_sizes import cpu_model
 from micatool.lsp import answers
 from micatool.lsp.document import check
 
@@ -68,21 +68,12 @@ def best(repeat: int, work) -> float:
     return min(times) * 1000
 
 
-def cpu() -> str:
-    try:
-        found = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        model = next(line.split(":", 1)[1].strip() for line in found.splitlines() if line.startswith("Model name"))
-    except (OSError, StopIteration):
-        model = platform.processor() or "unknown"
-    return f"{model}, {platform.machine()}"
-
-
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     options.add_argument("--lines", type=int, default=1000)
     options.add_argument("--repeat", type=int, default=7)
     args = options.parse_args()
-    print(f"cpu: {cpu()}")
+    print(f"cpu: {cpu_model()}, {platform.machine()}")
     text = program(args.lines)
     slipped = with_slips(text)
     clean = check("big.mica", text)

@@ -108,11 +108,15 @@ async def test_every_slip_of_a_file_being_typed_is_shown_after_a_change(client, 
     assert [(d.code, d.range.start.line) for d in client.diagnostics[uri]] == [(2003, 2), (2001, 4), (2003, 5)]
 
 
-async def test_a_units_error_is_shown_on_the_uses_that_brings_it(client, split):
-    (split / "rates.mica").write_text("unit Rates;\ninterface\nconst\n    Rate = 'fast' * 2;\nimplementation\nend.\n")
+@pytest.mark.parametrize("rates,where", [
+    ("    Rate = 'fast' * 2;", 4),  # found by the analyzer
+    ("    Rate 0.1;", 4),  # found while the unit is read, before any analysis
+])
+async def test_a_units_error_is_shown_on_the_uses_that_brings_it(client, split, rates, where):
+    (split / "rates.mica").write_text(f"unit Rates;\ninterface\nconst\n{rates}\nimplementation\nend.\n")
     _, diagnostics = await opened(client, split / "optim.mica")
     assert len(diagnostics) == 1 and diagnostics[0].range.start.line == 9  # `uses Rates;` of optim.mica
-    assert diagnostics[0].message.startswith(f"{split / 'rates.mica'}:4:")
+    assert diagnostics[0].message.startswith(f"{split / 'rates.mica'}:{where}:")
 
 
 # ---------------------------------------------------------------- hover, definition, references, rename

@@ -300,7 +300,8 @@ def _syntax_error(reporter, source: SourceFile, e: lark.exceptions.UnexpectedTok
     if "COLON" in expected and token.type == "NAME" and expected <= {"COLON", "COMMA", "SEMICOLON"}:  # `var x integer`
         reporter.error(pos, 2003, f"expected ':' before {found}: a declaration gives a name its type after ':'")
         return 2003
-    before = next((t for t in reversed(seen) if t.end_pos <= token.start_pos), None)  # the token before it
+    before = next((t for t in reversed(seen) if t.end_pos <= token.start_pos), None) \
+        if "SEMICOLON" in expected else None  # where a missing ';' belongs: the token before it
     if "SEMICOLON" in expected and token.type != "DOT" and (before is None or before.type != "SEMICOLON"):
         where = Pos(before.end_line, before.end_column) if before is not None else pos
         reporter.error(where, 2001, f"expected ';' before {found}")

@@ -178,12 +178,10 @@ def clashing(document: Document, symbol: Symbol, new_name: str) -> str | None:
             where = f" of unit {found.unit}" if found.unit else ""
             return f"'{new_name}'{where}, already declared" if found.pos.line else f"the predeclared '{new_name}'"
     for occurrence in document.of(symbol):
-        if occurrence.span.file != 0:
-            continue
-        inside = routine_at(document, occurrence.span.line)
-        if inside is not None and any(v.name == new_name for v in inside.params + inside.locals):
-            return f"the {role_word(next(v for v in inside.params + inside.locals if v.name == new_name))} " \
-                   f"'{new_name}' of '{inside.name}'"
+        inside = routine_at(document, occurrence.span.line) if occurrence.span.file == 0 else None
+        other = next((v for v in inside.params + inside.locals if v.name == new_name), None) if inside else None
+        if other is not None:
+            return f"the {role_word(other)} '{new_name}' of '{inside.name}'"
     return None
 
 

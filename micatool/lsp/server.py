@@ -12,13 +12,15 @@ longer shows.
 from __future__ import annotations
 
 import asyncio
-import importlib.metadata
+from pathlib import Path
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
+from .. import __version__
+from ..compile import units
 from . import answers
 from .document import Document, Span, check
 
@@ -38,7 +40,7 @@ class MicaServer(LanguageServer):
     """The server and the documents it has checked, by URI, with the version each was checked at."""
 
     def __init__(self, include: tuple[str, ...] = ()):
-        super().__init__("micatool", version())
+        super().__init__("micatool", __version__)
         self.include = include
         self.checked: dict[str, tuple[int | None, Document]] = {}
         self.pending: dict[str, asyncio.TimerHandle] = {}
@@ -57,10 +59,10 @@ class MicaServer(LanguageServer):
     def publish(self, uri: str) -> None:
         self.pending.pop(uri, None)
         document = self.document(uri)
-        own = [d for d in document.diagnostics if d.file_index == 0]
+        own = [d for d in document.diagnostics if d.source is document.source]
         others = {}  # a unit's error is shown on the `uses` that brought it in, naming the unit's file
         for d in document.diagnostics:
-            if d.file_index != 0:
+            if d.source is not document.source:
                 others.setdefault(d.source.name, d)
         shown = [self.diagnostic(document, d) for d in own]
         for name, d in others.items():
@@ -109,20 +111,13 @@ class MicaServer(LanguageServer):
                               range=self.range(document, span))
 
 
-def version() -> str:
-    try:
-        return importlib.metadata.version("micatool")
-    except importlib.metadata.PackageNotFoundError:
-        return "0"
-
-
 def uses_span(document: Document, d) -> Span:
-    """Where the document names the unit whose file holds the diagnostic: its `uses` entry, else its first line."""
+    """Where the document names the unit whose file holds the diagnostic: its `uses` entry
+    (or, for a unit it uses through another, its first line)."""
     tree = document.tree
-    uses = [] if tree is None else getattr(tree, "uses", []) + getattr(tree, "interface_uses", []) \
-        + getattr(tree, "implementation_uses", [])
-    for use in uses:
-        if d.source.name.endswith(f"{use.name.lower()}.mica") or d.source.name.endswith(f"{use.name}.mica"):
+    for use in getattr(tree, "uses", []) + getattr(tree, "interface_uses", []) \
+            + getattr(tree, "implementation_uses", []):
+        if Path(d.source.name).name in units.file_names(use.name):
             return Span(0, use.line, use.col, use.col + len(use.name))
     return Span(0, 1, 1, 1)
 
@@ -286,7 +281,7 @@ def code_actions(server: MicaServer, params: types.CodeActionParams) -> list[typ
     first, last = params.range.start.line + 1, params.range.end.line + 1
     found = []
     for d in document.diagnostics:
-        if d.file_index != 0 or not first <= d.pos.line <= last:
+        if d.source is not document.source or not first <= d.pos.line <= last:
             continue
         for fix in answers.quick_fixes(document, d):
             edit = types.TextEdit(range=types.Range(start=server.point(lines, fix.line, fix.col),
