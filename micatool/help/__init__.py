@@ -14,8 +14,9 @@ the same program fixed, each in a fenced block:
     ```
 
 A block `mica wrong FILE` (or `mica fixed FILE`) is a unit that lies beside
-that program, and `mica FILE` one beside both. A program's file is named
-after its heading, in lowercase, as a unit's must be.
+that program, and `mica FILE` one beside both; a block `mica` alone is the
+program of both, when only a unit changes. A program's file is named after
+its heading, in lowercase, as a unit's must be.
 
 A page holds no diagnostic text: what the wrong program gets is worked out
 when the page is shown, by the front end `micatool check` runs, so a page
@@ -79,13 +80,12 @@ def parse(code: int, text: str) -> Page:
             units[role][words[0]] = block["text"]
         else:
             programs[role] = block["text"]
-    if not title.startswith("# ") or None in programs or BLOCK.sub("", rest[prose_end:]).strip():
+    if not title.startswith("# ") or BLOCK.sub("", rest[prose_end:]).strip():
         raise ValueError(f"page {code}: a title line, prose, then programs and nothing else")
 
     def files(role: str) -> dict[str, str]:
-        if role not in programs:
-            return {}
-        return {file_name(programs[role]): programs[role], **units[None], **units[role]}
+        program = programs.get(role, programs.get(None))
+        return {file_name(program): program, **units[None], **units[role]} if program else {}
 
     return Page(code, title.removeprefix("# "), rest[:prose_end].strip(), files("wrong"), files("fixed"))
 
