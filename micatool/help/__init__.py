@@ -21,7 +21,7 @@ its heading, in lowercase, as a unit's must be.
 A page holds no diagnostic text: what the wrong program gets is worked out
 when the page is shown, by the front end `micatool check` runs, so a page
 and the compiler never disagree. tests/test_help.py holds every page to its
-code: the wrong program's first diagnostic is it, the fixed program has none.
+code: the wrong program gets that code and no other, the fixed one nothing.
 """
 
 from __future__ import annotations
@@ -91,7 +91,8 @@ def parse(code: int, text: str) -> Page:
 
 
 def file_name(program: str) -> str:
-    """A program's (or unit's) file, named after its heading."""
+    """A program's (or unit's) file, named after its heading; main.mica where the heading is
+    what the page shows wrong."""
     heading = re.match(r"\s*(?:program|unit)\s+(\w+)", program)
     return (heading[1] if heading else "main").lower() + ".mica"
 
@@ -138,7 +139,9 @@ def _program(files: dict[str, str]) -> list[str]:
     """The program (its diagnostics name its file), then each unit beside it, named."""
     lines = []
     for i, (name, text) in enumerate(files.items()):
-        lines += [f"\nwith {name} beside it:" if i else "", "", _indented(text.rstrip("\n"))]
+        if i:
+            lines += ["", f"with {name} beside it:"]
+        lines += ["", _indented(text.rstrip("\n"))]
     return lines
 
 
