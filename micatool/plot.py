@@ -7,7 +7,8 @@ nothing records when or where the picture was drawn. A line plot joins each
 column's points in order; a bar plot draws one bar per row, the first column
 naming the bars; a points plot draws a dot per row, one colour per column or
 per value of a group column; a heat map draws one cell per row at (x, y),
-coloured by z, with y growing downward as in a matrix or an image.
+coloured by z, its rows top to bottom in the order the table gives them:
+rising y as in a matrix or an image, falling y as in a map.
 """
 
 from __future__ import annotations
@@ -58,14 +59,15 @@ def is_number(word: str) -> bool:
         return False
 
 
-def ticks(low: float, high: float) -> tuple[list[float], int]:
-    """Tick values covering low..high, about five of them, and the decimals their labels need."""
+def ticks(low: float, high: float, least: float = 0.0) -> tuple[list[float], int]:
+    """Tick values covering low..high, about five of them, at least `least` apart, and the
+    decimals their labels need."""
     if high <= low:
         low, high = low - 1, high + 1
     for exponent in range(-12, 16):
         for mantissa in (1, 2, 5):
             step = float(f"{mantissa}e{exponent}")  # an exact decimal, whatever pow would round to
-            if (high - low) / step <= 6:
+            if (high - low) / step <= 6 and step >= least:
                 first, last = math.floor(low / step), math.ceil(high / step)
                 return [k * step for k in range(first, last + 1)], max(0, -exponent)
     raise PlotError(f"the values span {low} to {high}, too wide to draw")
@@ -155,9 +157,13 @@ def svg(x_name: str, y_label: str, series: list[Series], kind: str) -> str:
 
 
 def heat(x_name: str, x: list[float], y_name: str, y: list[float], z_name: str, z: list[float]) -> str:
-    """A heat map: a cell per row at (x, y), coloured by z; the first y at the top."""
-    columns, rows = sorted(set(x)), sorted(set(y))
-    step_x, step_y = spacing(columns), spacing(rows)
+    """A heat map: a cell per row at (x, y), coloured by z; the first y printed at the top."""
+    columns, rows = sorted(set(x)), list(dict.fromkeys(y))
+    if rows != sorted(rows) and rows != sorted(rows, reverse=True):
+        raise PlotError(f"a heat map's {y_name} values come in order, rising or falling, as its rows are drawn")
+    step_x, step_y = spacing(columns), spacing(sorted(rows))
+    if rows[0] > rows[-1]:
+        step_y = -step_y  # falling: the largest on top, as a map or a graph's y axis reads
     width, height = WIDTH - LEFT - RIGHT - SCALE_WIDTH, HEIGHT - TOP - BOTTOM
     left, right = columns[0] - step_x / 2, columns[-1] + step_x / 2
     top, bottom = rows[0] - step_y / 2, rows[-1] + step_y / 2
@@ -176,13 +182,13 @@ def heat(x_name: str, x: list[float], y_name: str, y: list[float], z_name: str, 
         y0, y1 = round(py(b - step_y / 2), 1), round(py(b + step_y / 2), 1)
         out.append(f'<rect x="{x0:.1f}" y="{y0:.1f}" width="{x1 - x0:.1f}" height="{y1 - y0:.1f}" '
                    f'fill="{colour_of(c, low, high)}"/>')
-    x_ticks, x_decimals = ticks(columns[0], columns[-1])
+    x_ticks, x_decimals = ticks(columns[0], columns[-1], step_x)  # no tick between two cells' centres
     for v in (t for t in x_ticks if left <= t <= right):
         out.append(f'<line x1="{px(v):.1f}" y1="{TOP + height}" x2="{px(v):.1f}" y2="{TOP + height + 4}" '
                    'stroke="black"/>')
         out.append(f'<text x="{px(v):.1f}" y="{TOP + height + 18}" text-anchor="middle">{v:.{x_decimals}f}</text>')
-    y_ticks, y_decimals = ticks(rows[0], rows[-1])
-    for v in (t for t in y_ticks if top <= t <= bottom):
+    y_ticks, y_decimals = ticks(min(rows), max(rows), abs(step_y))
+    for v in (t for t in y_ticks if min(top, bottom) <= t <= max(top, bottom)):
         out.append(f'<line x1="{LEFT - 4}" y1="{py(v):.1f}" x2="{LEFT}" y2="{py(v):.1f}" stroke="black"/>')
         out.append(f'<text x="{LEFT - 6}" y="{py(v):.1f}" text-anchor="end" dominant-baseline="middle">'
                    f"{v:.{y_decimals}f}</text>")

@@ -365,6 +365,20 @@ def test_a_heat_map_colours_each_cell_with_the_first_row_on_top():
     assert len(root.findall(SVG + "rect")) == 1 + 4 + 1 + 20  # background, cells, frame, the colour scale's bands
 
 
+def test_a_heat_maps_rows_go_down_in_the_order_printed():
+    rising = ElementTree.fromstring(plot.draw("x y v\n0 0 1\n0 1 2\n0 2 3\n", "heat", "x", ["y"], z="v"))
+    falling = ElementTree.fromstring(plot.draw("x y v\n0 2 3\n0 1 2\n0 0 1\n", "heat", "x", ["y"], z="v"))
+    tops = [[float(c.get("y")) for c in root.findall(SVG + "rect")[1:4]] for root in (rising, falling)]
+    assert tops[0] == tops[1] and tops[0] == sorted(tops[0])  # the first row printed is drawn on top
+    for root, top_label in ((rising, "0"), (falling, "2")):
+        y_labels = {t.text: float(t.get("y")) for t in root.iter(SVG + "text") if t.get("text-anchor") == "end"}
+        assert sorted(y_labels) == ["0", "1", "2"] and min(y_labels, key=y_labels.get) == top_label
+    x_labels = [t.text for t in rising.iter(SVG + "text") if t.get("text-anchor") == "middle"]
+    assert x_labels[0] == "0" and "-0.5" not in x_labels  # one column: a tick at its centre, none between
+    with pytest.raises(plot.PlotError, match="a heat map's y values come in order, rising or falling"):
+        plot.draw("x y v\n0 0 1\n0 2 2\n0 1 3\n", "heat", "x", ["y"], z="v")
+
+
 def test_a_heat_map_of_both_signs_is_white_at_zero():
     assert plot.colour_of(0.0, -1.0, 4.0) == "#ffffff"
     assert plot.colour_of(4.0, -1.0, 4.0) == "#1f5fa8"

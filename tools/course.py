@@ -6,7 +6,8 @@ run, change and run again outside the notebook, so each becomes a file in
 examples/course/NN-slug/, named after its `program` line in the order the
 chapter shows them (`program GuessByHand;` in the first cell is
 01-guess-by-hand.mica). A `continue` cell's file is its whole program: the
-declarations it inherits, then its own text. Each folder gets a Makefile
+`program` line and declarations it inherits, then its own text, so it is
+named after its chain's program, after its own number. Each folder gets a Makefile
 (`make -C examples/course/NN-slug run` runs its programs in order) and links
 to what the cells read beside the chapter: the data folder and any unit.
 
@@ -59,7 +60,8 @@ def programs(chapter: Path) -> dict[str, str]:
         if program is None:
             raise SystemExit(f"{chapter}:{cell.program.first + 1}: a course cell starts with its `program` line")
         name = file_name(len(named) + 1, program.group(1))
-        if any(other.split("-", 1)[1] == name.split("-", 1)[1] for other in named):
+        # A `continue` cell's program is its chain's: its file differs by its number alone.
+        if not cell.options.continues and any(other.split("-", 1)[1] == name.split("-", 1)[1] for other in named):
             raise SystemExit(f"{chapter}:{cell.program.first + 1}: another cell of this chapter is "
                              f"`program {program.group(1)}`; each program of a chapter needs its own name")
         named[name] = source.text
