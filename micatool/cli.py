@@ -276,14 +276,40 @@ def cmd_version(args) -> int:
 
 
 def cmd_help(args) -> int:
+    """The commands, one command's options, or a diagnostic code's page (micatool/help/);
+    a topic that is none of these is a malformed command line."""
+    from . import help
+
     top, subs = parser()
     if args.topic is None:
         top.print_help()
     elif args.topic in subs:
         subs[args.topic].print_help()
+    elif args.topic == "codes":
+        sys.stdout.write(help.listing())
+    elif args.topic.isdigit():
+        page = help.page(int(args.topic))
+        if page is None:
+            print(f"micatool: error: no diagnostic code {args.topic}; `micatool help codes` lists them",
+                  file=sys.stderr)
+            return 2
+        show_markdown(help.show(page))
     else:
-        raise UsageError(f"no command '{args.topic}'; the commands are {', '.join(COMMANDS)}")
+        print(f"micatool: error: no command '{args.topic}'; the commands are {', '.join(COMMANDS)}",
+              file=sys.stderr)
+        return 2
     return 0
+
+
+def show_markdown(text: str) -> None:
+    """Markdown `text`, drawn by rich on a terminal, as it is anywhere else."""
+    if not sys.stdout.isatty():
+        sys.stdout.write(text)
+        return
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    Console().print(Markdown(text))
 
 
 COMMANDS = {
@@ -299,7 +325,8 @@ COMMANDS = {
     "lsp": (cmd_lsp, "the language server for editors (LSP over standard input and output; docs/editors.md)"),
     "notebook": (cmd_notebook, "Mica Notebooks: run every cell and record its output, or verify the recordings"),
     "version": (cmd_version, "print micatool's version and the zig it builds with"),
-    "help": (cmd_help, "show the commands, or one command's options"),
+    "help": (cmd_help, "show the commands, one command's options, or a diagnostic code's page (help codes lists "
+                       "the codes)"),
 }
 
 
@@ -336,7 +363,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
             sub.add_argument("--stdio", action="store_true", help="talk over standard input and output (the default "
                                                                   "and only way; editors' clients pass it)")
         if name == "help":
-            sub.add_argument("topic", nargs="?", help="a command")
+            sub.add_argument("topic", nargs="?", help="a command, a diagnostic code (5119), or 'codes'")
         elif name == "size":
             sub.add_argument("program", nargs="+", help="one or more .mica source files")
         elif name == "fmt":

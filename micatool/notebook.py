@@ -62,6 +62,8 @@ class Options:
     x: str | None = None
     y: list[str] = field(default_factory=list)
     kind: str = "line"
+    group: str | None = None  # a points plot's series: one per value of this column
+    z: str | None = None  # a heat map's values
 
 
 @dataclass
@@ -119,10 +121,14 @@ def options(notebook: Path, block: Block) -> Options:
             found.y = value.split(",")
         elif key == "kind" and value in plot.KINDS:
             found.kind = value
+        elif key == "group" and value:
+            found.group = value
+        elif key == "z" and value:
+            found.z = value
         else:
             raise NotebookError(f"{notebook}:{block.first + 1}: the cell's info string has '{word}', which is not "
-                                "refused, continue, threads=N,..., plot=NAME.svg, x=COLUMN, y=COLUMN,... or "
-                                f"kind={'|'.join(plot.KINDS)}")
+                                "refused, continue, threads=N,..., plot=NAME.svg, x=COLUMN, y=COLUMN,..., "
+                                f"group=COLUMN, z=COLUMN or kind={'|'.join(plot.KINDS)}")
     if found.plot and not (found.x and found.y):
         raise NotebookError(f"{notebook}:{block.first + 1}: a plot needs the columns it draws: x=COLUMN y=COLUMN,...")
     return found
@@ -246,17 +252,17 @@ def run_cell(notebook: Path, number: int, cell: Cell, source: Source, tier: str,
 
 def drawn(notebook: Path, cell: Cell, printed: str) -> str:
     """The SVG text of the cell's plot, from the columns of what it printed."""
-    names = [cell.options.x, *cell.options.y]
+    chart = cell.options
     try:
-        columns = plot.table(printed, names)
-        return plot.svg(cell.options.x, columns[cell.options.x], {y: columns[y] for y in cell.options.y},
-                        cell.options.kind)
+        return plot.draw(printed, chart.kind, chart.x, chart.y, chart.group, chart.z)
     except plot.PlotError as e:
         raise NotebookError(f"{notebook}:{cell.program.first + 1}: cannot draw {cell.options.plot}: {e}") from None
 
 
 def link_line(cell: Cell) -> str:
-    return f"![{', '.join(cell.options.y)} by {cell.options.x}]({cell.options.plot})"
+    chart = cell.options
+    drawn_by = f"{chart.x} and {', '.join(chart.y)}" if chart.kind == "heat" else chart.x
+    return f"![{chart.z or ', '.join(chart.y)} by {drawn_by}]({chart.plot})"
 
 
 def output_block(text: str) -> list[str]:

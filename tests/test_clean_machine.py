@@ -117,6 +117,18 @@ def test_an_installed_wheel_writes_the_ptx_a_checkout_writes(distributions, tmp_
     assert done.stdout == compile_program(load_source(str(EXAMPLES / "gpu" / "gpu.mica"))).ptx != ""
 
 
+@pytest.mark.slow
+def test_an_installed_wheel_shows_the_help_pages(distributions, tmp_path_factory):
+    """The pages of `micatool help CODE` ship in the wheel, as package data."""
+    from micatool import help
+
+    bin_dir = installed_wheel(distributions, tmp_path_factory)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    done = subprocess.run([str(bin_dir / "micatool"), "help", "5119"], cwd=tmp_path_factory.mktemp("help-user"),
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stdout) == (0, help.show(help.page(5119)))
+
+
 _installed: dict[str, Path] = {}
 
 

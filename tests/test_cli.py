@@ -150,7 +150,7 @@ def test_help_shows_the_commands_and_each_commands_options():
     done = micatool("help", "run")
     assert done.returncode == 0 and done.stdout.startswith("usage: micatool run ") and "--tier" in done.stdout
     done = micatool("help", "fly")
-    assert done.returncode == 1 and done.stderr.startswith("micatool: error: no command 'fly'; the commands are check,")
+    assert done.returncode == 2 and done.stderr.startswith("micatool: error: no command 'fly'; the commands are check,")
 
 
 def test_run_hands_back_the_programs_status_and_fails_with_its_own(tmp_path):

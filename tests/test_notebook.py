@@ -288,7 +288,8 @@ def test_a_plot_is_drawn_beside_the_notebook_linked_and_verified(tmp_path, capsy
     assert text.endswith("```output\na line before the table\nstep loss\n1 1.0000\n2 0.5000\n3 0.3333\n"
                          "4 0.2500\n5 0.2000\ndone\n```\n\n![loss by step](loss.svg)\n\nAfter.\n")
     picture = (tmp_path / "loss.svg").read_text()
-    assert picture == plot.svg("step", [1.0, 2.0, 3.0, 4.0, 5.0], {"loss": [1.0, 0.5, 0.3333, 0.25, 0.2]}, "line")
+    steps = [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert picture == plot.svg("step", "loss", [("loss", steps, [1.0, 0.5, 0.3333, 0.25, 0.2])], "line")
     root = ElementTree.fromstring(picture)  # well-formed, and it names its axes
     labels = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
     assert "step" in labels and "loss" in labels and "0.2" in labels and "1.0" in labels
@@ -333,11 +334,62 @@ def test_ticks_are_exact_decimals_covering_the_values():
 
 
 def test_bars_start_at_zero_and_name_each_series(tmp_path):
-    picture = plot.svg("digit", [0.0, 1.0, 2.0], {"count": [3.0, 5.0, 4.0], "other": [1.0, 2.0, 0.0]}, "bars")
+    picture = plot.draw("digit count other\n0 3 1\n1 5 2\n2 4 0\n", "bars", "digit", ["count", "other"])
     root = ElementTree.fromstring(picture)
     labels = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
     assert labels[:2] == ["0", "1"] and "count, other" in labels and "count" in labels and "other" in labels
     assert len(root.findall("{http://www.w3.org/2000/svg}rect")) == 1 + 6 + 2  # background, bars, legend keys
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def test_points_split_by_a_group_column_draw_a_series_per_value():
+    printed = "x1 x2 label\n0.5 1.0 1\n1.5 0.5 0\n2.0 2.5 1\n0.0 0.0 0\n"
+    root = ElementTree.fromstring(plot.draw(printed, "points", "x1", ["x2"], group="label"))
+    fills = [dot.get("fill") for dot in root.iter(SVG + "circle")]
+    assert fills == [plot.COLOURS[0], plot.COLOURS[0], plot.COLOURS[1], plot.COLOURS[1]]  # label 1 came first
+    labels = [t.text for t in root.iter(SVG + "text")]
+    assert "label 1" in labels and "label 0" in labels and "x2" in labels and "x1" in labels
+    assert root.find(SVG + "title").text == "x2 by x1"
+
+
+def test_a_heat_map_colours_each_cell_with_the_first_row_on_top():
+    printed = "col row w\n0 0 0\n1 0 2\n0 1 4\n1 1 8\n"
+    root = ElementTree.fromstring(plot.draw(printed, "heat", "col", ["row"], z="w"))
+    cells = root.findall(SVG + "rect")[1:5]  # after the background: one per row of the table, in its order
+    assert [c.get("fill") for c in cells] == ["#ffffff", "#c7d7e9", "#8fafd4", "#1f5fa8"]
+    assert float(cells[0].get("y")) < float(cells[2].get("y"))  # row 0 is drawn above row 1
+    assert float(cells[0].get("x")) < float(cells[1].get("x"))
+    assert root.find(SVG + "title").text == "w by col and row"
+    assert len(root.findall(SVG + "rect")) == 1 + 4 + 1 + 20  # background, cells, frame, the colour scale's bands
+
+
+def test_a_heat_map_of_both_signs_is_white_at_zero():
+    assert plot.colour_of(0.0, -1.0, 4.0) == "#ffffff"
+    assert plot.colour_of(4.0, -1.0, 4.0) == "#1f5fa8"
+    assert plot.colour_of(-4.0, -4.0, 1.0) == "#c8501e"
+    assert plot.colour_of(-1.0, -1.0, 4.0) == "#f1d3c7"  # a quarter of the way to the red a -4 would have
+
+
+def test_a_chart_asks_only_for_what_its_kind_draws():
+    with pytest.raises(plot.PlotError, match="a heat map needs one y column and its values"):
+        plot.draw("a b\n1 2\n", "heat", "a", ["b"])
+    with pytest.raises(plot.PlotError, match=r"group=COLUMN is for points plots \(kind=points\)"):
+        plot.draw("a b c\n1 2 3\n", "line", "a", ["b"], group="c")
+    with pytest.raises(plot.PlotError, match=r"z=COLUMN is for heat maps \(kind=heat\)"):
+        plot.draw("a b c\n1 2 3\n", "points", "a", ["b"], z="c")
+
+
+def test_a_heat_cell_is_linked_by_its_values_and_both_axes(tmp_path, capsys):
+    book = tmp_path / "book.md"
+    book.write_text("```mica plot=grid.svg kind=heat x=j y=i z=v\nprogram Grid;\nvar i, j : integer;\nbegin\n"
+                    "    WriteLn('i j v');\n    for i := 0 to 2 do\n        for j := 0 to 2 do\n"
+                    "            WriteLn(i, ' ', j, ' ', i * j);\nend.\n```\n")
+    assert main(["notebook", "run", str(book)]) == 0
+    assert book.read_text().endswith("```\n\n![v by j and i](grid.svg)\n")
+    assert main(["notebook", "verify", str(book)]) == 0
+    assert len(ElementTree.parse(tmp_path / "grid.svg").getroot().findall(SVG + "rect")) == 1 + 9 + 1 + 20
 
 
 def test_a_continue_cell_needs_the_begin_on_a_line_of_its_own(tmp_path, capsys):

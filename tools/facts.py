@@ -12,6 +12,8 @@ Takes nothing; writes docs/facts.md (atomically, and only when it changed):
   message of its golden program in tests/diagnostics/ (or tests/units/errors/) when it has one.
 - the example programs: lines, and the bytes of the fast-tier binary for each
   target (built through the cache, so a second run is quick).
+- the course: each chapter of docs/course/ with its cells, the programs it
+  ships under examples/course/ (tools/course.py) and its plots.
 - the test count: the test cases pytest collects in tests/ (parametrized
   cases each count), by running `pytest --collect-only -q`.
 
@@ -33,7 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from micatool import targets  # noqa: E402
+import course  # noqa: E402  (tools/course.py, beside this file)
+from micatool import notebook, targets  # noqa: E402
 from micatool.cache import write_atomically  # noqa: E402
 from micatool.compile import compile_program, load_source, parse  # noqa: E402
 from micatool.compile.ast import Unit  # noqa: E402
@@ -157,6 +160,22 @@ def examples() -> list[str]:
     return ["Each built at the fast tier, stripped, as `micatool size` measures them.", "", *lines]
 
 
+def course_chapters() -> list[str]:
+    """The course's chapters: each one's title, cells, the programs it ships as files, and its plots."""
+    lines = ["| chapter | cells | programs in `examples/course/` | plots |", "|---|---|---|---|"]
+    cells = programs = plots = 0
+    for chapter in course.chapters():
+        found = notebook.cells(chapter, chapter.read_text().splitlines())
+        shipped = len(course.programs(chapter))
+        drawn = sum(1 for each in found if each.options.plot)
+        title = chapter.read_text().splitlines()[0].removeprefix("# ")
+        lines.append(f"| [{cell(title)}](course/{chapter.name}) | {len(found)} | {shipped} | {drawn} |")
+        cells, programs, plots = cells + len(found), programs + shipped, plots + drawn
+    return [f"{len(course.chapters())} chapters in `docs/course/`, {cells} cells, each verified by "
+            f"`micatool notebook verify docs/course`; {programs} programs, each also a file under "
+            f"`examples/course/`; {plots} plots.", "", *lines]
+
+
 def test_count() -> int:
     done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "tests"], cwd=ROOT,
                           capture_output=True, text=True)
@@ -187,6 +206,10 @@ def page(tests: int) -> str:
         "## Example programs",
         "",
         *examples(),
+        "",
+        "## The course",
+        "",
+        *course_chapters(),
         "",
         "## Tests",
         "",

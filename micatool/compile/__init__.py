@@ -80,9 +80,13 @@ def check_streaming(source: SourceFile, include: tuple[str, ...]) -> Analysis:
 
 
 def compile_program(source: SourceFile, include: tuple[str, ...] = ()) -> CProgram:
-    analysis = front_end(source, include=include)
+    return lower(desugar(require_program(front_end(source, include=include))))
+
+
+def require_program(analysis: Analysis) -> Analysis:
+    """`analysis`, if it is a program's: a unit is checked alone but never built (2011)."""
     if isinstance(analysis.program, ast.Unit):
-        raise CompileError([Diagnostic(source, analysis.program.pos, 2011,
+        raise CompileError([Diagnostic(analysis.source, analysis.program.pos, 2011,
                                        f"'{analysis.program.name}' is a unit, not a program: build and run a "
                                        f"program that uses it; `micatool check` checks a unit alone")])
-    return lower(desugar(analysis))
+    return analysis
