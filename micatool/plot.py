@@ -224,7 +224,7 @@ def colour_scale(name: str, low: float, high: float, x: float, height: float) ->
                    f'fill="{colour_of(value, low, high)}"/>')
     for value, at in ((top_value, TOP), (bottom_value, TOP + height)):
         out.append(f'<text x="{x + 18:.1f}" y="{at:.1f}" dominant-baseline="middle">{value:.4g}</text>')
-    out.append(f'<text x="{x + 7:.1f}" y="{TOP + height + 18:.1f}" text-anchor="middle">{escape(name)}</text>')
+    out.append(f'<text x="{x:.1f}" y="{TOP - 10}">{escape(name)}</text>')  # above it, clear of the x axis
     return out
 
 
