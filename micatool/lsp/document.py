@@ -11,6 +11,7 @@ checked gives diagnostics and fewer answers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 
 from ..compile import ast, units
@@ -194,7 +195,7 @@ def declaration_span(pos: Pos, name: str, tokens, at) -> Span | None:
     i = at.get(file, {}).get((line, pos.col))
     if i is None:
         return None
-    for token in tokens[file][i:]:
+    for token in islice(tokens[file], i, None):  # not a slice: that copies the rest of the file's tokens
         if token.line != line:
             return None
         if token.kind == "NAME" and token.text == name:
