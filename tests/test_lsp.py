@@ -6,6 +6,7 @@ the test's own, and on small files written for one question each.
 
 from __future__ import annotations
 
+import asyncio
 import random
 import shutil
 import sys
@@ -51,6 +52,16 @@ async def opened(client: LanguageClient, path: Path, text: str | None = None) ->
         text_document=types.TextDocumentItem(uri=uri, language_id="mica", version=1, text=text)))
     await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     return uri, list(client.diagnostics[uri])
+
+
+async def published(client: LanguageClient, uri: str, until) -> list[types.Diagnostic]:
+    """The diagnostics last published for uri, once `until` holds of them (or 30 s have
+    passed: a server publishes a document that depends on another one after the other's)."""
+    for _ in range(600):
+        if until(list(client.diagnostics.get(uri, []))):
+            break
+        await asyncio.sleep(0.05)
+    return list(client.diagnostics.get(uri, []))
 
 
 def at(text: str, needle: str, nth: int = 0, offset: int = 0) -> types.Position:
@@ -117,6 +128,30 @@ async def test_a_units_error_is_shown_on_the_uses_that_brings_it(client, split, 
     _, diagnostics = await opened(client, split / "optim.mica")
     assert len(diagnostics) == 1 and diagnostics[0].range.start.line == 9  # `uses Rates;` of optim.mica
     assert diagnostics[0].message.startswith(f"{split / 'rates.mica'}:{where}:")
+
+
+async def test_a_unit_open_in_the_editor_is_read_as_the_editor_has_it(client, split):
+    """A unit's unsaved edits reach the program that uses it: its diagnostics come again
+    on the change, and a definition lands in the editor's text; once the unit is closed
+    unsaved, the file's text is back."""
+    layers = (split / "layers.mica").read_text()
+    layers_uri, _ = await opened(client, split / "layers.mica")
+    text = (split / "split.mica").read_text()
+    uri, diagnostics = await opened(client, split / "split.mica")
+    assert diagnostics == []
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=layers_uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(
+            text="{ Norm is called Size now. }\n" + layers.replace("Norm(", "Size("))]))
+    shown = await published(client, uri, lambda d: d != [])
+    assert [(d.code, span(d), d.message) for d in shown] == [
+        (3001, (30, 32, 30, 36), "unknown name 'Norm'; did you mean 'Normal'?")]
+    found = await client.text_document_definition_async(
+        types.DefinitionParams(text_document=doc(uri), position=at(text, "Layer(")))
+    assert (found.uri, found.range.start.line) == (layers_uri, 15)  # a line below the file's
+    assert (split / "layers.mica").read_text() == layers
+    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=doc(layers_uri)))
+    assert await published(client, uri, lambda d: d == []) == []
 
 
 # ---------------------------------------------------------------- hover, definition, references, rename

@@ -6,7 +6,9 @@ line and character column, and the answer turned back.
 Diagnostics are published on open and save at once, and on a change after the
 typing pauses for DEBOUNCE seconds; a request checks the newest text first if
 that has not happened yet, so an answer is never about text the editor no
-longer shows.
+longer shows. A unit that is open in the editor is read as the editor has it,
+saved or not; when that text changes, the documents that use the unit are
+checked again too.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from .. import __version__
 from ..compile import units
+from ..compile.source import load_source
+from ..diagnostics import SourceFile
 from . import answers
 from .document import Document, Span, check
 
@@ -52,9 +56,24 @@ class MicaServer(LanguageServer):
         known = self.checked.get(uri)
         if known is None or known[0] != version or known[1].text != text_document.source:
             path = to_fs_path(uri) or uri
-            known = (version, check(path, text_document.source, self.include))
+            known = (version, check(path, text_document.source, self.include, self.read))
             self.checked[uri] = known
         return known[1]
+
+    def read(self, path: str) -> SourceFile:
+        """A unit's file: the editor's text where it is open there, saved or not, else the file's."""
+        wanted = Path(path).resolve()
+        opened = next((d for d in self.workspace.text_documents.values() if Path(d.path).resolve() == wanted), None)
+        return SourceFile(path, opened.source) if opened is not None else load_source(path)
+
+    def unit_changed(self, uri: str) -> None:
+        """The editor's text of the file at uri changed, or is the file's again: the documents
+        that use it as a unit are checked again, and their diagnostics published once the
+        typing pauses."""
+        path = Path(to_fs_path(uri) or uri).resolve()
+        for other in [other for other, (_, document) in self.checked.items() if path in document.units_read]:
+            del self.checked[other]
+            self.later(other)
 
     def publish(self, uri: str) -> None:
         self.pending.pop(uri, None)
@@ -128,11 +147,13 @@ SERVER = MicaServer()
 @SERVER.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(server: MicaServer, params: types.DidOpenTextDocumentParams) -> None:
     server.publish(params.text_document.uri)
+    server.unit_changed(params.text_document.uri)
 
 
 @SERVER.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(server: MicaServer, params: types.DidChangeTextDocumentParams) -> None:
     server.later(params.text_document.uri)
+    server.unit_changed(params.text_document.uri)
 
 
 @SERVER.feature(types.TEXT_DOCUMENT_DID_SAVE)
@@ -148,6 +169,7 @@ def did_close(server: MicaServer, params: types.DidCloseTextDocumentParams) -> N
         waiting.cancel()
     server.checked.pop(uri, None)
     server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+    server.unit_changed(uri)
 
 
 @SERVER.feature(types.TEXT_DOCUMENT_HOVER)
