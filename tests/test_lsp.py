@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -152,6 +153,30 @@ async def test_a_unit_open_in_the_editor_is_read_as_the_editor_has_it(client, sp
     assert (split / "layers.mica").read_text() == layers
     client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=doc(layers_uri)))
     assert await published(client, uri, lambda d: d == []) == []
+
+
+async def test_positions_after_a_lone_carriage_return_are_the_editors(client, tmp_path):
+    """Mica ends a line at '\n' only, the protocol at a lone '\r' too: every position
+    the server gives or takes after one is on the editor's line, at its column."""
+    text = ("program P; { one\rtwo }\rvar\n    x : integer;\r    y : integr;\n"
+            "begin\r    x := 'text';\r\n    WriteLn(x)\nend.\n")
+    uri, diagnostics = await opened(client, tmp_path / "p.mica", text)
+    assert [(d.code, span(d), d.message) for d in diagnostics] == [
+        (3001, (4, 8, 4, 14), "unknown type 'integr'; did you mean 'integer'?"),
+        (4031, (6, 9, 6, 15), "cannot assign 'string' to 'integer'")]
+    found = await client.text_document_hover_async(
+        types.HoverParams(text_document=doc(uri), position=types.Position(line=6, character=4)))
+    assert (found.contents.value, span(found)) == ("```mica\n(variable) x : integer\n```", (6, 4, 6, 5))
+    found = await client.text_document_definition_async(
+        types.DefinitionParams(text_document=doc(uri), position=types.Position(line=7, character=12)))
+    assert span(found) == (3, 4, 3, 5)
+    found = await client.text_document_semantic_tokens_full_async(types.SemanticTokensParams(text_document=doc(uri)))
+    shown, line, col = [], 0, 0
+    for i in range(0, len(found.data), 5):
+        dl, dc, length, _, _ = found.data[i:i + 5]
+        line, col = line + dl, (col + dc if dl == 0 else dc)
+        shown.append((line, re.split("\r\n|\r|\n", text)[line][col:col + length]))
+    assert shown[:6] == [(0, "program"), (0, "{ one"), (1, "two }"), (2, "var"), (3, "x"), (3, "integer")]
 
 
 # ---------------------------------------------------------------- hover, definition, references, rename

@@ -27,6 +27,7 @@ from ..compile.source import load_source
 from ..diagnostics import SourceFile
 from . import answers
 from .document import Document, Span, check
+from .lines import Lines
 
 DEBOUNCE = 0.15
 
@@ -100,18 +101,20 @@ class MicaServer(LanguageServer):
 
     # -- positions
 
-    def lines(self, document: Document, file: int = 0) -> list[str]:
-        text = document.text if file == 0 else document.unit_files[file - 1].source.text
-        return text.split("\n")
+    def lines(self, document: Document, file: int = 0) -> Lines:
+        return Lines(document.text if file == 0 else document.unit_files[file - 1].source.text)
 
     def position(self, document: Document, position: types.Position) -> tuple[int, int]:
         """The client's position as the compiler's 1-based line and column."""
-        at = self.workspace.position_codec.position_from_client_units(self.lines(document), position)
-        return at.line + 1, at.character + 1
+        lines = self.lines(document)
+        at = self.workspace.position_codec.position_from_client_units(lines.editor, position)
+        return lines.to_mica(at.line, at.character)
 
-    def point(self, lines: list[str], line: int, col: int) -> types.Position:
+    def point(self, lines: Lines, line: int, col: int) -> types.Position:
+        """The compiler's line and column as the client's position."""
+        at, character = lines.to_editor(line, col)
         return self.workspace.position_codec.position_to_client_units(
-            lines, types.Position(line=max(line - 1, 0), character=max(col - 1, 0)))
+            lines.editor, types.Position(line=at, character=character))
 
     def range(self, document: Document, span: Span) -> types.Range:
         lines = self.lines(document, span.file)
@@ -249,8 +252,8 @@ def document_symbols(server: MicaServer, params: types.DocumentSymbolParams) -> 
 def symbol(server: MicaServer, document: Document, o: answers.Outline) -> types.DocumentSymbol:
     lines = server.lines(document)
     whole = types.Range(start=server.point(lines, o.line, 1),
-                        end=server.point(lines, o.end_line, len(lines[o.end_line - 1]) + 1
-                                         if o.end_line <= len(lines) else 1))
+                        end=server.point(lines, o.end_line, len(lines.mica[o.end_line - 1]) + 1
+                                         if o.end_line <= len(lines.mica) else 1))
     return types.DocumentSymbol(name=o.name, kind=SYMBOL_KINDS[o.kind], detail=o.detail, range=whole,
                                 selection_range=whole, children=[symbol(server, document, c) for c in o.children])
 
@@ -280,7 +283,7 @@ def formatting(server: MicaServer, params: types.DocumentFormattingParams) -> li
     if text is None or text == document.text:
         return None if text is None else []
     lines = server.lines(document)
-    end = server.point(lines, len(lines), len(lines[-1]) + 1)
+    end = server.point(lines, len(lines.mica), len(lines.mica[-1]) + 1)
     return [types.TextEdit(range=types.Range(start=types.Position(line=0, character=0), end=end), new_text=text)]
 
 
@@ -288,7 +291,7 @@ def formatting(server: MicaServer, params: types.DocumentFormattingParams) -> li
 def inlay_hints(server: MicaServer, params: types.InlayHintParams) -> list[types.InlayHint]:
     document = server.document(params.text_document.uri)
     lines = server.lines(document)
-    first, last = params.range.start.line + 1, params.range.end.line + 1
+    first, last = lines.mica_line(params.range.start.line), lines.mica_line(params.range.end.line)
     return [types.InlayHint(position=server.point(lines, line, col), label=f"<{text}>",
                             kind=types.InlayHintKind.Type, padding_left=False)
             for line, col, text in answers.inlay_hints(document, first, last)]
@@ -300,7 +303,7 @@ def code_actions(server: MicaServer, params: types.CodeActionParams) -> list[typ
     uri = params.text_document.uri
     document = server.document(uri)
     lines = server.lines(document)
-    first, last = params.range.start.line + 1, params.range.end.line + 1
+    first, last = lines.mica_line(params.range.start.line), lines.mica_line(params.range.end.line)
     found = []
     for d in document.diagnostics:
         if d.source is not document.source or not first <= d.pos.line <= last:
