@@ -328,6 +328,10 @@ class Builder:
         """What the reductions so far have left in the Builder, for _restore to bring back."""
         return dict(self._heights), list(self.too_large), set(self.units)
 
+    def _size(self) -> int:
+        """About how much _saved copies: the nodes not yet given to a parent."""
+        return len(self._heights)
+
     def _restore(self, saved: tuple) -> None:
         heights, too_large, units = saved
         self._heights.clear()  # the same dict: the callbacks hold it

@@ -6,12 +6,16 @@ text only from some offset on. What the last pass made of the text before that
 offset still stands:
 
   - its tokens, which KeptTokens hands the parser instead of lexing that text again;
-  - the LALR parser's two stacks and the Builder's own state, saved before each
-    statement or declaration (after each ';'), so the pass resumes from the last
+  - the LALR parser's two stacks and the Builder's own state, saved before
+    statements and declarations (after a ';'), so the pass resumes from the last
     state saved before the change instead of parsing from the top.
 
-A pass so costs the text from the statement before its repair to its own error,
-and gives what a parse from the top would: an LALR parse is a function of the
+A save copies about as much as the Builder holds, which grows with the file (the
+routines parsed so far, say), so a save waits for as many tokens after the last
+one as that one copied: saving costs no more than parsing, in time and memory,
+and a pass goes back at most that far before its change. A pass so costs the
+text from shortly before its repair to its own error, and gives what a parse
+from the top would: an LALR parse is a function of the
 tokens fed, and its reductions change nothing but the Builder's state, saved with
 the stacks, and lark's trees of a repetition's items, copied with them. (The
 Builder's diagnostics about the literals before the change are not told again;
@@ -88,11 +92,12 @@ class Reparser:
             state.value_stack[:] = unshared(resumed.values)
             self.builder._restore(resumed.builder)
         try:
-            taken, previous = tokens.taken, None
+            taken, previous, due = tokens.taken, None, tokens.taken
             for token in interactive.iter_parse():  # each token given before the parser takes it
-                if previous == "SEMICOLON":
+                if previous == "SEMICOLON" and taken >= due:
                     self.saved.append(Saved(taken, state.state_stack[:], unshared(state.value_stack),
                                             self.builder._saved()))
+                    due = taken + self.builder._size() + len(state.value_stack)
                 previous = token.type
                 taken += 1
             return interactive.feed_eof(tokens.seen[-1] if tokens.seen else None)
