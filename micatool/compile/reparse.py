@@ -15,11 +15,11 @@ routines parsed so far, say), so a save waits for as many tokens after the last
 one as that one copied: saving costs no more than parsing, in time and memory,
 and a pass goes back at most that far before its change. A pass so costs the
 text from shortly before its repair to its own error, and gives what a parse
-from the top would: an LALR parse is a function of the
-tokens fed, and its reductions change nothing but the Builder's state, saved with
-the stacks, and lark's trees of a repetition's items, copied with them. (The
-Builder's diagnostics about the literals before the change are not told again;
-the reporter would drop them as told.)
+from the top would: an LALR parse is a function of the tokens fed, and its
+reductions change nothing but the Builder's state, saved with the stacks, and
+lark's trees of a repetition's items, copied with them. (The Builder's
+diagnostics about the literals before the change are not told again; the
+reporter would drop them as told.)
 """
 
 from __future__ import annotations
