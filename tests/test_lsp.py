@@ -6,7 +6,9 @@ the test's own, and on small files written for one question each.
 
 from __future__ import annotations
 
+import asyncio
 import random
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -51,6 +53,16 @@ async def opened(client: LanguageClient, path: Path, text: str | None = None) ->
         text_document=types.TextDocumentItem(uri=uri, language_id="mica", version=1, text=text)))
     await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     return uri, list(client.diagnostics[uri])
+
+
+async def published(client: LanguageClient, uri: str, until) -> list[types.Diagnostic]:
+    """The diagnostics last published for uri, once `until` holds of them (or 30 s have
+    passed: a server publishes a document that depends on another one after the other's)."""
+    for _ in range(600):
+        if until(list(client.diagnostics.get(uri, []))):
+            break
+        await asyncio.sleep(0.05)
+    return list(client.diagnostics.get(uri, []))
 
 
 def at(text: str, needle: str, nth: int = 0, offset: int = 0) -> types.Position:
@@ -117,6 +129,54 @@ async def test_a_units_error_is_shown_on_the_uses_that_brings_it(client, split, 
     _, diagnostics = await opened(client, split / "optim.mica")
     assert len(diagnostics) == 1 and diagnostics[0].range.start.line == 9  # `uses Rates;` of optim.mica
     assert diagnostics[0].message.startswith(f"{split / 'rates.mica'}:{where}:")
+
+
+async def test_a_unit_open_in_the_editor_is_read_as_the_editor_has_it(client, split):
+    """A unit's unsaved edits reach the program that uses it: its diagnostics come again
+    on the change, and a definition lands in the editor's text; once the unit is closed
+    unsaved, the file's text is back."""
+    layers = (split / "layers.mica").read_text()
+    layers_uri, _ = await opened(client, split / "layers.mica")
+    text = (split / "split.mica").read_text()
+    uri, diagnostics = await opened(client, split / "split.mica")
+    assert diagnostics == []
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=layers_uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(
+            text="{ Norm is called Size now. }\n" + layers.replace("Norm(", "Size("))]))
+    shown = await published(client, uri, lambda d: d != [])
+    assert [(d.code, span(d), d.message) for d in shown] == [
+        (3001, (30, 32, 30, 36), "unknown name 'Norm'; did you mean 'Normal'?")]
+    found = await client.text_document_definition_async(
+        types.DefinitionParams(text_document=doc(uri), position=at(text, "Layer(")))
+    assert (found.uri, found.range.start.line) == (layers_uri, 15)  # a line below the file's
+    assert (split / "layers.mica").read_text() == layers
+    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=doc(layers_uri)))
+    assert await published(client, uri, lambda d: d == []) == []
+
+
+async def test_positions_after_a_lone_carriage_return_are_the_editors(client, tmp_path):
+    """Mica ends a line at '\n' only, the protocol at a lone '\r' too: every position
+    the server gives or takes after one is on the editor's line, at its column."""
+    text = ("program P; { one\rtwo }\rvar\n    x : integer;\r    y : integr;\n"
+            "begin\r    x := 'text';\r\n    WriteLn(x)\nend.\n")
+    uri, diagnostics = await opened(client, tmp_path / "p.mica", text)
+    assert [(d.code, span(d), d.message) for d in diagnostics] == [
+        (3001, (4, 8, 4, 14), "unknown type 'integr'; did you mean 'integer'?"),
+        (4031, (6, 9, 6, 15), "cannot assign 'string' to 'integer'")]
+    found = await client.text_document_hover_async(
+        types.HoverParams(text_document=doc(uri), position=types.Position(line=6, character=4)))
+    assert (found.contents.value, span(found)) == ("```mica\n(variable) x : integer\n```", (6, 4, 6, 5))
+    found = await client.text_document_definition_async(
+        types.DefinitionParams(text_document=doc(uri), position=types.Position(line=7, character=12)))
+    assert span(found) == (3, 4, 3, 5)
+    found = await client.text_document_semantic_tokens_full_async(types.SemanticTokensParams(text_document=doc(uri)))
+    shown, line, col = [], 0, 0
+    for i in range(0, len(found.data), 5):
+        dl, dc, length, _, _ = found.data[i:i + 5]
+        line, col = line + dl, (col + dc if dl == 0 else dc)
+        shown.append((line, re.split("\r\n|\r|\n", text)[line][col:col + length]))
+    assert shown[:6] == [(0, "program"), (0, "{ one"), (1, "two }"), (2, "var"), (3, "x"), (3, "integer")]
 
 
 # ---------------------------------------------------------------- hover, definition, references, rename

@@ -18,6 +18,7 @@ the lark-built tree would.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..diagnostics import Pos
@@ -81,12 +82,17 @@ class Token:
     offset: int
 
 
-def scan(text: str, at: tuple[int, int, int] = (0, 1, 0)) -> list[Token]:
+def scan(text: str) -> list[Token]:
     """Every token of text, comments included, in order (for the formatter and the
-    language server, which keep what the parser skips). `at` is where to start, as
-    Parser takes it: the offset, its line and the offset that line starts at."""
+    language server, which keep what the parser skips)."""
+    return list(scanning(text))
+
+
+def scanning(text: str, at: tuple[int, int, int] = (0, 1, 0)) -> Iterator[Token]:
+    """The tokens of text one by one, as far as they are wanted (for the repairs, which
+    scan again only what a repair changed). `at` is where to start, as Parser takes it:
+    the offset, its line and the offset that line starts at."""
     offset, line, line_start = at
-    tokens = []
     for match in _TOKEN.finditer(text, offset):
         kind = match.lastgroup
         value = match.group(kind)
@@ -96,12 +102,11 @@ def scan(text: str, at: tuple[int, int, int] = (0, 1, 0)) -> list[Token]:
         if kind != "newline":
             if kind == "NAME" and value in KEYWORDS or kind == "punct":
                 kind = value
-            tokens.append(Token(kind, value, line, start - line_start + 1, start))
+            yield Token(kind, value, line, start - line_start + 1, start)
         breaks = value.count("\n")
         if breaks:
             line += breaks
             line_start = start + value.rindex("\n") + 1
-    return tokens
 
 
 def parse(text: str) -> ast.Program | ast.Unit:

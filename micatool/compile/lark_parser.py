@@ -18,6 +18,7 @@ from lark import Token
 from ..diagnostics import ELLIPSIS, MAX_ERRORS, CompileError, Diagnostic, Pos, Reporter, SourceFile
 from . import ast
 from .descent import INT64_MAX, KEYWORDS, MAX_NESTING
+from .reparse import Reparser
 from .repair import RepairedText
 
 
@@ -26,38 +27,13 @@ def _grammar() -> str:
 
 
 @functools.cache
-def _parser() -> tuple[lark.Lark, Builder]:
-    """The LALR parser, calling the Builder as it reduces each rule: no parse tree is built."""
+def _parser() -> tuple[lark.Lark, Builder, Reparser]:
+    """The LALR parser, calling the Builder as it reduces each rule: no parse tree is built;
+    and the same parser resuming where a repair changed the text."""
     builder = Builder()
     parser = lark.Lark(_grammar(), parser="lalr", lexer="basic", maybe_placeholders=True,
                        transformer=builder._callbacks())
-    parser.parser.lexer = KeptTokens(parser.parser.lexer)
-    return parser, builder
-
-
-class KeptTokens(lark.lexer.Lexer):
-    """lark's lexer, which hands the parser the tokens `kept` first and lexes only the
-    text after them: a repair changes the text from some offset on, so the tokens
-    before it are the last pass's (the recovery of a long file would otherwise spend
-    most of its time lexing the same text again). `seen` is what it handed out."""
-
-    def __init__(self, lexer: lark.lexer.Lexer):
-        self.lexer = lexer
-        self.kept: list[Token] = []
-        self.seen: list[Token] = []
-
-    def lex(self, state: lark.lexer.LexerState, parser_state):
-        self.seen = list(self.kept)
-        yield from self.kept
-        if self.kept:
-            last = self.kept[-1]
-            counter = state.line_ctr
-            counter.char_pos, counter.line, counter.column = last.end_pos, last.end_line, last.end_column
-            counter.line_start_pos = last.end_pos - (last.end_column - 1)
-            state.last_token = last
-        for token in self.lexer.lex(state, parser_state):
-            self.seen.append(token)
-            yield token
+    return parser, builder, Reparser(parser, builder)
 
 
 def _lark() -> lark.Lark:
@@ -81,9 +57,8 @@ def parse_recovering(source: SourceFile) -> tuple[ast.Program | ast.Unit | None,
     text's, None where no repair lets the parse reach the end."""
     reporter = Reporter(source)
     text = RepairedText(source.text)
-    parser, builder = _parser()
+    _, builder, parser = _parser()
     last = None
-    lexer = parser.parser.lexer
     told = -1
     while told < len(reporter.diagnostics) < MAX_ERRORS:  # each pass tells a new error, or the repairs go round
         told = len(reporter.diagnostics)
@@ -91,11 +66,9 @@ def parse_recovering(source: SourceFile) -> tuple[ast.Program | ast.Unit | None,
         mapped = MappedReporter(reporter, text)
         builder._start(mapped)
         held = HeldReporter()  # an error is told only if it is the file's own, not a cascade
-        if text.changed_from is not None:
-            lexer.kept = [t for t in lexer.seen if t.end_pos <= text.changed_from]
-            text.changed_from = None
+        changed_from, text.changed_from = text.changed_from, None
         try:
-            program = parser.parse(text.text)
+            program = parser.parse(text.text, changed_from)
         except lark.exceptions.UnexpectedCharacters as e:
             code = _lexical_error(held, view, e)
             where = (e.pos_in_stream, code)
@@ -105,7 +78,7 @@ def parse_recovering(source: SourceFile) -> tuple[ast.Program | ast.Unit | None,
             if code == 1003 or not text.repair_character(e.pos_in_stream):
                 break
         except lark.exceptions.UnexpectedToken as e:
-            code = _syntax_error(held, view, e, lexer.seen)
+            code = _syntax_error(held, view, e, parser.tokens.seen)
             where = (e.token.start_pos, code)  # the same error again: the repair did not take
             if held.cascades(text) or where == last:
                 break
@@ -124,8 +97,6 @@ def parse_recovering(source: SourceFile) -> tuple[ast.Program | ast.Unit | None,
             builder._report_too_large()
             diagnostics = CompileError(reporter.diagnostics).diagnostics
             return (program if not any(d.code == 2010 for d in diagnostics) else None), diagnostics, text
-        finally:
-            lexer.kept = []
         last = where
     return None, CompileError(reporter.diagnostics).diagnostics, text
 
@@ -239,7 +210,10 @@ def _end_pos(source: SourceFile) -> Pos:
 
 def _unclosed_paren_comment(text: str) -> int | None:
     """Where a `(*` comment opens that no `*)` closes. `(` and `*` are tokens of their
-    own, so the lexer cannot see this; a scan that skips strings and other comments can."""
+    own, so the lexer cannot see this; a scan that skips strings and other comments can
+    (and need not, in the text of most files, which holds no `(*` at all)."""
+    if "(*" not in text:
+        return None
     i = 0
     while i < len(text):
         two = text[i:i + 2]
@@ -349,6 +323,20 @@ class Builder:
         self.too_large: list[ast.IntLit] = []  # 2**63: fine only as -9223372036854775808
         self.units: set[str] = set()  # the units a qualified name may name: those used so far, and this one
         self._heights.clear()
+
+    def _saved(self) -> tuple:
+        """What the reductions so far have left in the Builder, for _restore to bring back."""
+        return dict(self._heights), list(self.too_large), set(self.units)
+
+    def _size(self) -> int:
+        """About how much _saved copies: the nodes not yet given to a parent."""
+        return len(self._heights)
+
+    def _restore(self, saved: tuple) -> None:
+        heights, too_large, units = saved
+        self._heights.clear()  # the same dict: the callbacks hold it
+        self._heights.update(heights)
+        self.too_large, self.units = list(too_large), set(units)
 
     def _height(self, node) -> int:
         return self._heights.get(id(node), 0)

@@ -12,8 +12,10 @@ for a position in the repaired text, the same place in the text as written.
 
 from __future__ import annotations
 
+import bisect
+
 from ..diagnostics import Pos
-from .descent import Token, scan
+from .descent import Token, scanning
 
 # Where a statement or declaration begins: after one of these...
 STARTS_AFTER = frozenset([";", "begin", "then", "do", "else", "repeat", "tape", "tasks", "var", "const", "type",
@@ -31,8 +33,10 @@ class RepairedText:
         self.taken_out = False  # whether a repair took code out, not only mended it
         self.taken_out_to: int | None = None  # the last line of the code the latest repair took out
         self.changed_from: int | None = None  # the first offset the repairs since the last parse changed
-        self.scanned: list[Token] = []  # the text's tokens, comments too, as far as `rescan_from`
-        self.rescan_from: int | None = 0  # the first offset changed since they were scanned
+        self.scanned: list[Token] = []  # the text's tokens, comments too, but where it changed since
+        self.rescan_from: int | None = 0  # the first offset changed since they were scanned (None: nothing was)
+        self.rescan_to = 0  # where the changes since end: the text after is as it was, moved by `moved` characters
+        self.moved = 0
 
     def made_up(self, line: int, code: int) -> bool:
         """Might the analyzer's diagnostic be one the repairs made? One on a changed line
@@ -84,14 +88,29 @@ class RepairedText:
         return True
 
     def tokens_at(self, offset: int) -> tuple[list[Token], int | None]:
-        """The text's tokens but comments, and the number of the one at offset. Only the
-        text a repair changed is scanned again: the tokens before it stay as they were."""
+        """The text's tokens but comments, and the number of the one at offset."""
         if self.rescan_from is not None:
-            kept = [t for t in self.scanned if t.offset + len(t.text) <= self.rescan_from]
-            self.scanned = kept + scan(self.text, after(kept[-1]) if kept else (0, 1, 0))
-            self.rescan_from = None
+            self.scanned = self.rescanned()
+            self.rescan_from, self.rescan_to, self.moved = None, 0, 0
         tokens = [t for t in self.scanned if t.kind != "comment"]
         return tokens, next((i for i, t in enumerate(tokens) if t.offset == offset), None)
+
+    def rescanned(self) -> list[Token]:
+        """The tokens of the text as changed. Only the text the changes touched is scanned
+        again: the tokens before it stay as they were, and once the scan meets a token
+        that starts where one did before, past the changes, the rest of the text is as it
+        was, and so are its tokens, moved as that one moved."""
+        first = bisect.bisect_right(self.scanned, self.rescan_from, key=lambda t: t.offset + len(t.text))
+        kept, old, fresh = self.scanned[:first], self.scanned[first:], []
+        i = 0
+        for token in scanning(self.text, after(kept[-1]) if kept else (0, 1, 0)):
+            if token.offset >= self.rescan_to:
+                while i < len(old) and old[i].offset < token.offset - self.moved:
+                    i += 1
+                if i < len(old) and old[i].offset == token.offset - self.moved:
+                    return kept + fresh + moved(old[i:], old[i], token)
+            fresh.append(token)
+        return kept + fresh
 
     def take_out(self, tokens: list[Token], k: int) -> None:
         """Blank the statement or declaration around tokens[k], or only the parameters
@@ -159,14 +178,14 @@ class RepairedText:
 
     def blank(self, start: int, end: int) -> None:
         """Spaces for the text between start and end, its line breaks kept."""
-        self.changed(start)
+        self.changed(start, end - start, end - start)
         gone = self.text[start:end]
         first = self.text.count("\n", 0, start) + 1
         self.lines.update(range(first, first + gone.count("\n") + 1))
         self.text = self.text[:start] + "".join(c if c == "\n" else " " for c in gone) + self.text[end:]
 
     def replace(self, token: Token, text: str) -> None:
-        self.changed(token.offset)
+        self.changed(token.offset, len(token.text), len(text))
         self.lines.add(token.line)
         if len(text) > len(token.text):
             self.note_insert(token.line, token.col + len(token.text), len(text) - len(token.text))
@@ -175,16 +194,31 @@ class RepairedText:
     def insert(self, after: Token, text: str) -> None:
         self.lines.add(after.line)
         end = after.offset + len(after.text)
-        self.changed(end)
+        self.changed(end, 0, len(text))
         self.note_insert(after.line, after.col + len(after.text), len(text))
         self.text = self.text[:end] + text + self.text[end:]
 
-    def changed(self, offset: int) -> None:
+    def changed(self, offset: int, removed: int, added: int) -> None:
+        """Note that `added` characters took the place of the `removed` at offset."""
         self.changed_from = offset if self.changed_from is None else min(self.changed_from, offset)
         self.rescan_from = offset if self.rescan_from is None else min(self.rescan_from, offset)
+        if self.rescan_to >= offset + removed:
+            self.rescan_to += added - removed
+        self.rescan_to = max(self.rescan_to, offset + added)
+        self.moved += added - removed
 
     def note_insert(self, line: int, col: int, count: int) -> None:
         self.inserted.setdefault(line, []).append((col, count))
+
+
+def moved(tokens: list[Token], was: Token, now: Token) -> list[Token]:
+    """tokens, the first of which `was` and is `now` in the changed text, each moved as
+    that one moved: its line, its offset, and on its line its column."""
+    lines, cols, offsets = now.line - was.line, now.col - was.col, now.offset - was.offset
+    if not (lines or cols or offsets):
+        return tokens
+    return [Token(t.kind, t.text, t.line + lines, t.col + cols if t.line == was.line else t.col, t.offset + offsets)
+            for t in tokens]
 
 
 def after(token: Token) -> tuple[int, int, int]:

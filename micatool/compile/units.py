@@ -16,6 +16,7 @@ in the generated C and in a run-time trap.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,10 +31,12 @@ class UnitFile:
     tree: ast.Unit
 
 
-def load(source: SourceFile, tree: ast.Program | ast.Unit, include: tuple[str, ...] = ()) -> list[UnitFile]:
+def load(source: SourceFile, tree: ast.Program | ast.Unit, include: tuple[str, ...] = (),
+         read: Callable[[str], SourceFile] = load_source) -> list[UnitFile]:
     """The units `tree` uses, directly or not, in dependency order, their lines shifted;
-    or the CompileError that says which cannot be had."""
-    loader = Loader(include)
+    or the CompileError that says which cannot be had. `read` gives a unit's file's text
+    as load_source does (the language server's gives the editor's, where it has one)."""
+    loader = Loader(include, read)
     loader.visit(source, tree, [])
     if not loader.diagnostics and len(loader.order) + 1 > MAX_FILES:
         loader.error(source, tree.pos, 3023, f"the program is made of {len(loader.order) + 1} files; "
@@ -65,8 +68,8 @@ def file_names(unit: str) -> list[str]:
 
 
 class Loader:
-    def __init__(self, include: tuple[str, ...]):
-        self.include = include
+    def __init__(self, include: tuple[str, ...], read: Callable[[str], SourceFile]):
+        self.include, self.read = include, read
         self.done: dict[Path, UnitFile] = {}  # by the file's resolved path
         self.by_name: dict[str, UnitFile] = {}
         self.unreadable: set[Path] = set()  # told once, however many files use it
@@ -114,7 +117,7 @@ class Loader:
 
     def load_unit(self, source: SourceFile, use: ast.Use, found: Path, chain) -> None:
         try:
-            unit_source = load_source(display_path(found))
+            unit_source = self.read(display_path(found))
             tree = parse(unit_source)
         except SourceError as e:
             self.unreadable.add(found)

@@ -367,7 +367,7 @@ def outline(document: Document) -> list[Outline]:
                                  symbol.pos.line, symbol.pos.line))
     found.sort(key=lambda o: o.line)
     kind = "unit" if isinstance(tree, ast.Unit) else "program"
-    return [Outline(tree.name, kind, kind, tree.line, len(document.text.splitlines()) or 1, tuple(found))]
+    return [Outline(tree.name, kind, kind, tree.line, document.text.removesuffix("\n").count("\n") + 1, tuple(found))]
 
 
 def last_line_of(node: ast.Node) -> int:
@@ -381,16 +381,20 @@ TOKEN_TYPES = ["keyword", "comment", "string", "number", "operator", "variable",
 
 def semantic_tokens(document: Document) -> list[tuple[int, int, int, str]]:
     """(line, column, length in characters, kind) of each token worth colouring, in order;
-    a comment or string over several lines gives one per line."""
+    a comment or string over several lines gives one per line, as the editor counts them
+    (a lone '\r' ends one there too: lines.py)."""
     named = {(o.span.line, o.span.col): o for o in document.occurrences if o.span.file == 0}
     found = []
     for token in document.tokens:
         kind = token_kind(token, named.get((token.line, token.col)))
         if kind is None:
             continue
-        for i, piece in enumerate(token.text.split("\n")):
-            if piece:
-                found.append((token.line + i, token.col if i == 0 else 1, len(piece), kind))
+        for i, line in enumerate(token.text.split("\n")):
+            col = token.col if i == 0 else 1
+            for piece in line.split("\r"):
+                if piece:
+                    found.append((token.line + i, col, len(piece), kind))
+                col += len(piece) + 1
     return found
 
 

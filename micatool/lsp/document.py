@@ -10,13 +10,15 @@ checked gives diagnostics and fewer answers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 
 from ..compile import ast, units
 from ..compile.analyzer import Analysis, Analyzer
 from ..compile.descent import Token, scan
-from ..compile.source import parse_recovering
+from ..compile.source import load_source, parse_recovering
 from ..compile.symbols import RoutineSymbol, Scope, Symbol, TypeSymbol
 from ..diagnostics import FILE_LINE_BITS, MAX_FILE_LINES, CompileError, Diagnostic, Pos, SourceFile
 
@@ -56,6 +58,7 @@ class Document:
     unit_files: list[units.UnitFile] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     occurrences: list[Occurrence] = field(default_factory=list)
+    units_read: set[Path] = field(default_factory=set)  # every unit's file the check read, parsed or not
 
     def file_path(self, file: int) -> str:
         return self.path if file == 0 else str(Path(self.unit_files[file - 1].source.name).resolve())
@@ -71,16 +74,23 @@ class Document:
         return [o for o in self.occurrences if o.symbol is symbol]
 
 
-def check(path: str, text: str, include: tuple[str, ...] = ()) -> Document:
+def check(path: str, text: str, include: tuple[str, ...] = (),
+          read: Callable[[str], SourceFile] = load_source) -> Document:
+    """The file at path, holding text, checked; `read` gives the text of a unit it uses (units.load)."""
     source = SourceFile(path, text)
     document = Document(path, text, source, scan(text))
+
+    def reading(unit: str) -> SourceFile:
+        document.units_read.add(Path(unit).resolve())
+        return read(unit)
+
     tree, syntax, repairs = parse_recovering(source)
     document.diagnostics = list(syntax)
     if tree is None:
         return document
     document.tree = tree
     try:
-        document.unit_files = units.load(source, tree, include)
+        document.unit_files = units.load(source, tree, include, reading)
     except CompileError as e:
         document.diagnostics += e.diagnostics
         return document
@@ -194,7 +204,7 @@ def declaration_span(pos: Pos, name: str, tokens, at) -> Span | None:
     i = at.get(file, {}).get((line, pos.col))
     if i is None:
         return None
-    for token in tokens[file][i:]:
+    for token in islice(tokens[file], i, None):  # not a slice: that copies the rest of the file's tokens
         if token.line != line:
             return None
         if token.kind == "NAME" and token.text == name:

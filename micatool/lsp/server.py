@@ -6,7 +6,9 @@ line and character column, and the answer turned back.
 Diagnostics are published on open and save at once, and on a change after the
 typing pauses for DEBOUNCE seconds; a request checks the newest text first if
 that has not happened yet, so an answer is never about text the editor no
-longer shows.
+longer shows. A unit that is open in the editor is read as the editor has it,
+saved or not; when that text changes, the documents that use the unit are
+checked again too.
 """
 
 from __future__ import annotations
@@ -21,8 +23,11 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from .. import __version__
 from ..compile import units
+from ..compile.source import load_source
+from ..diagnostics import SourceFile
 from . import answers
 from .document import Document, Span, check
+from .lines import Lines
 
 DEBOUNCE = 0.15
 
@@ -52,9 +57,24 @@ class MicaServer(LanguageServer):
         known = self.checked.get(uri)
         if known is None or known[0] != version or known[1].text != text_document.source:
             path = to_fs_path(uri) or uri
-            known = (version, check(path, text_document.source, self.include))
+            known = (version, check(path, text_document.source, self.include, self.read))
             self.checked[uri] = known
         return known[1]
+
+    def read(self, path: str) -> SourceFile:
+        """A unit's file: the editor's text where it is open there, saved or not, else the file's."""
+        wanted = Path(path).resolve()
+        opened = next((d for d in self.workspace.text_documents.values() if Path(d.path).resolve() == wanted), None)
+        return SourceFile(path, opened.source) if opened is not None else load_source(path)
+
+    def unit_changed(self, uri: str) -> None:
+        """The editor's text of the file at uri changed, or is the file's again: the documents
+        that use it as a unit are checked again, and their diagnostics published once the
+        typing pauses."""
+        path = Path(to_fs_path(uri) or uri).resolve()
+        for other in [other for other, (_, document) in self.checked.items() if path in document.units_read]:
+            del self.checked[other]
+            self.later(other)
 
     def publish(self, uri: str) -> None:
         self.pending.pop(uri, None)
@@ -81,18 +101,20 @@ class MicaServer(LanguageServer):
 
     # -- positions
 
-    def lines(self, document: Document, file: int = 0) -> list[str]:
-        text = document.text if file == 0 else document.unit_files[file - 1].source.text
-        return text.split("\n")
+    def lines(self, document: Document, file: int = 0) -> Lines:
+        return Lines(document.text if file == 0 else document.unit_files[file - 1].source.text)
 
     def position(self, document: Document, position: types.Position) -> tuple[int, int]:
         """The client's position as the compiler's 1-based line and column."""
-        at = self.workspace.position_codec.position_from_client_units(self.lines(document), position)
-        return at.line + 1, at.character + 1
+        lines = self.lines(document)
+        at = self.workspace.position_codec.position_from_client_units(lines.editor, position)
+        return lines.to_mica(at.line, at.character)
 
-    def point(self, lines: list[str], line: int, col: int) -> types.Position:
+    def point(self, lines: Lines, line: int, col: int) -> types.Position:
+        """The compiler's line and column as the client's position."""
+        at, character = lines.to_editor(line, col)
         return self.workspace.position_codec.position_to_client_units(
-            lines, types.Position(line=max(line - 1, 0), character=max(col - 1, 0)))
+            lines.editor, types.Position(line=at, character=character))
 
     def range(self, document: Document, span: Span) -> types.Range:
         lines = self.lines(document, span.file)
@@ -128,11 +150,13 @@ SERVER = MicaServer()
 @SERVER.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(server: MicaServer, params: types.DidOpenTextDocumentParams) -> None:
     server.publish(params.text_document.uri)
+    server.unit_changed(params.text_document.uri)
 
 
 @SERVER.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(server: MicaServer, params: types.DidChangeTextDocumentParams) -> None:
     server.later(params.text_document.uri)
+    server.unit_changed(params.text_document.uri)
 
 
 @SERVER.feature(types.TEXT_DOCUMENT_DID_SAVE)
@@ -148,6 +172,7 @@ def did_close(server: MicaServer, params: types.DidCloseTextDocumentParams) -> N
         waiting.cancel()
     server.checked.pop(uri, None)
     server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+    server.unit_changed(uri)
 
 
 @SERVER.feature(types.TEXT_DOCUMENT_HOVER)
@@ -227,8 +252,8 @@ def document_symbols(server: MicaServer, params: types.DocumentSymbolParams) -> 
 def symbol(server: MicaServer, document: Document, o: answers.Outline) -> types.DocumentSymbol:
     lines = server.lines(document)
     whole = types.Range(start=server.point(lines, o.line, 1),
-                        end=server.point(lines, o.end_line, len(lines[o.end_line - 1]) + 1
-                                         if o.end_line <= len(lines) else 1))
+                        end=server.point(lines, o.end_line, len(lines.mica[o.end_line - 1]) + 1
+                                         if o.end_line <= len(lines.mica) else 1))
     return types.DocumentSymbol(name=o.name, kind=SYMBOL_KINDS[o.kind], detail=o.detail, range=whole,
                                 selection_range=whole, children=[symbol(server, document, c) for c in o.children])
 
@@ -258,7 +283,7 @@ def formatting(server: MicaServer, params: types.DocumentFormattingParams) -> li
     if text is None or text == document.text:
         return None if text is None else []
     lines = server.lines(document)
-    end = server.point(lines, len(lines), len(lines[-1]) + 1)
+    end = server.point(lines, len(lines.mica), len(lines.mica[-1]) + 1)
     return [types.TextEdit(range=types.Range(start=types.Position(line=0, character=0), end=end), new_text=text)]
 
 
@@ -266,7 +291,7 @@ def formatting(server: MicaServer, params: types.DocumentFormattingParams) -> li
 def inlay_hints(server: MicaServer, params: types.InlayHintParams) -> list[types.InlayHint]:
     document = server.document(params.text_document.uri)
     lines = server.lines(document)
-    first, last = params.range.start.line + 1, params.range.end.line + 1
+    first, last = lines.mica_line(params.range.start.line), lines.mica_line(params.range.end.line)
     return [types.InlayHint(position=server.point(lines, line, col), label=f"<{text}>",
                             kind=types.InlayHintKind.Type, padding_left=False)
             for line, col, text in answers.inlay_hints(document, first, last)]
@@ -278,7 +303,7 @@ def code_actions(server: MicaServer, params: types.CodeActionParams) -> list[typ
     uri = params.text_document.uri
     document = server.document(uri)
     lines = server.lines(document)
-    first, last = params.range.start.line + 1, params.range.end.line + 1
+    first, last = lines.mica_line(params.range.start.line), lines.mica_line(params.range.end.line)
     found = []
     for d in document.diagnostics:
         if d.source is not document.source or not first <= d.pos.line <= last:
