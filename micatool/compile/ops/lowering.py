@@ -9,7 +9,7 @@ C expressions: numbers for static shapes, `.rows`/`.cols` for dynamic ones.
 from __future__ import annotations
 
 from .. import ast, shapes
-from ..ctypes import SUFFIX
+from ..c_types import SUFFIX
 from ..cvalue import CValue
 from ..types import BOOLEAN, STRING, Scalar, Tensor, Tracked, Type, plain
 
@@ -183,7 +183,9 @@ def extents(f, v: CValue) -> list[str]:
     return [f"{v.text}.rows"] if t.rank == 1 else [f"{v.text}.rows", f"{v.text}.cols"]
 
 
-def product(items: list[str]) -> str:
+def c_product(items: list[str]) -> str:
+    """The C expression of the product of C integer expressions (a count of elements, of rows), folded when all
+    are literals; shapes.product_type is the Mica type of a product of tensors."""
     if all(i.isdigit() for i in items):
         n = 1
         for i in items:
@@ -195,7 +197,7 @@ def product(items: list[str]) -> str:
 def rows_cols(f, v: CValue) -> tuple[str, str]:
     """A tensor seen as rows of its last extent."""
     e = extents(f, v)
-    return product(e[:-1]), e[-1]
+    return c_product(e[:-1]), e[-1]
 
 
 def fresh_tensor(f, t: Tensor, like: CValue | None, line: int, dims: list[str] | None = None) -> CValue:
@@ -253,7 +255,7 @@ def storage(f, place: CValue) -> tuple[str, str]:
     t = plain(place.type)
     if isinstance(t, Scalar):
         return f"&{place.text}", "1"
-    return f"{place.text}.e", product(extents(f, place))
+    return f"{place.text}.e", c_product(extents(f, place))
 
 
 def numbers(f, call: ast.Call, indices, t: Scalar) -> list[str]:

@@ -5,7 +5,7 @@ device-tape records are in operators.py."""
 from __future__ import annotations
 
 from .. import ast, residency
-from ..ctypes import SUFFIX
+from ..c_types import SUFFIX
 from ..cvalue import CValue
 from ..types import ERROR, ErrorType, Tensor, Tracked, element_count, element_of, is_tracked, plain
 from .registry import TapeRecord, define

@@ -4,12 +4,12 @@ the rows of a matrix (or of a tensor's last dimension) together."""
 from __future__ import annotations
 
 from .. import ast, residency
-from ..ctypes import SUFFIX
+from ..c_types import SUFFIX
 from ..cvalue import CValue
 from ..types import ERROR, ErrorType, Tensor, element_count, element_of, plain
 from .registry import TapeRecord, define
 from .checking import matrix_argument, one_argument, tensor_arg, touch, tracked_if
-from .lowering import (device_operand, extents, fresh_tensor, host_operand, plain_arg, product, recorded, records,
+from .lowering import (c_product, device_operand, extents, fresh_tensor, host_operand, plain_arg, recorded, records,
                        rows_cols)
 
 
@@ -28,7 +28,7 @@ def lower_reduce(f, call: ast.Call) -> CValue:
     if records(f, call):
         return recorded(f, call, kernel)
     x = plain_arg(f, call.args[0])
-    return CValue(f"mica_{kernel}_{s}({f.data(x)}, {product(extents(f, x))})", t)
+    return CValue(f"mica_{kernel}_{s}({f.data(x)}, {c_product(extents(f, x))})", t)
 
 
 def device_reduce(f, call: ast.Call) -> CValue:

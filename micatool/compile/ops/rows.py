@@ -5,7 +5,7 @@ table by id."""
 from __future__ import annotations
 
 from .. import ast, residency
-from ..ctypes import SUFFIX
+from ..c_types import SUFFIX
 from ..cvalue import CValue, dims_literal, dtype_of
 from ..residency import on_gpu
 from ..types import ERROR, INTEGER, ErrorType, Scalar, Tensor, element_count, element_of, is_tracked, plain
@@ -24,13 +24,13 @@ from .checking import (
     wrong,
 )
 from .lowering import (
+    c_product,
     device_operand,
     extents,
     fresh_tensor,
     host_operand,
     node_result,
     plain_arg,
-    product,
     recorded,
     records,
     rows_cols,
@@ -94,7 +94,7 @@ def lower_causal_mask(f, call: ast.Call) -> CValue:
     t, s, x = host_operand(f, call)
     out = fresh_tensor(f, t, x, call.pos.line)
     e = extents(f, x)
-    f.line(f"mica_causal_mask_{s}({out.text}.e, {f.data(x)}, {product(e[:-2])}, {e[-2]}, {e[-1]});")
+    f.line(f"mica_causal_mask_{s}({out.text}.e, {f.data(x)}, {c_product(e[:-2])}, {e[-2]}, {e[-1]});")
     return out
 
 
@@ -145,7 +145,7 @@ def lower_norm(f, call: ast.Call) -> CValue:
     rows, cols = vector_rows(f, x)
     for p in params:
         if plain(p.type).is_dynamic or plain(x.type).is_dynamic:
-            f.line(f'mica_check_shape({product(extents(f, p))}, {cols}, {call.pos.line}, '
+            f.line(f'mica_check_shape({c_product(extents(f, p))}, {cols}, {call.pos.line}, '
                         '"gain and bias elements");')
     out = fresh_tensor(f, t, x, call.pos.line)
     stats = "NULL, NULL" if kernel == "layernorm" else "NULL"
