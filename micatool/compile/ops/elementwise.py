@@ -13,7 +13,7 @@ from ..types import ERROR, INT32, ErrorType, Scalar, Tensor, element_count, elem
 from .registry import TapeRecord, define
 from .element_functions import BY_NAME, FUNCTIONS
 from .checking import argument_types, mixes_dynamic_with_tracked, one_argument, tensor_arg, touch, tracked_if
-from .lowering import (args_of, c_product, device_operand, extents, fresh_tensor, node_result, plain_arg, recorded,
+from .lowering import (args_of, c_product, device_operand, extents, fresh_tensor, node_result, plain_arg, recorded_or,
                        records)
 
 def check_elementwise(a, call, expected):
@@ -126,12 +126,6 @@ def plain_mul(f, call: ast.Call) -> CValue:
     return CValue(out, t, lvalue=True)
 
 
-def lower_mul(f, call: ast.Call) -> CValue:
-    if records(f, call):
-        return recorded(f, call, "mul")
-    return plain_mul(f, call)
-
-
 def device_mul(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     a, b = (f.untracked(f.value(x)) for x in call.args)
@@ -141,6 +135,6 @@ def device_mul(f, call: ast.Call) -> CValue:
     return out
 
 
-define("Mul", records=True, check=check_mul, lower=lower_mul, device=device_mul, kernels=["mul"],
-       tape={"mul": TapeRecord(["mul"], ["mul_back"])},
+define("Mul", records=True, check=check_mul, lower=recorded_or("mul", plain_mul), device=device_mul,
+       kernels=["mul"], tape={"mul": TapeRecord(["mul"], ["mul_back"])},
        signature="Mul(a, b : tensor) : same shape", doc="The elementwise product of two tensors of one shape.")

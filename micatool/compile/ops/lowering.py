@@ -200,6 +200,12 @@ def rows_cols(f, v: CValue) -> tuple[str, str]:
     return c_product(e[:-1]), e[-1]
 
 
+def batch_of_matrices(t: Tensor) -> tuple[int, int, int]:
+    """A static tensor seen as matrices of its last two extents: how many, their rows, their columns."""
+    rows, cols = t.shape[-2:]
+    return t.count // (rows * cols), rows, cols
+
+
 def fresh_tensor(f, t: Tensor, like: CValue | None, line: int, dims: list[str] | None = None) -> CValue:
     """Storage for a result: a temporary struct, or a new dynamic tensor."""
     if not t.is_dynamic:
@@ -221,12 +227,32 @@ def recorded(f, call: ast.Call, record: str) -> CValue:
     return node_result(f, call, f.record(record, f.concrete(call.ty), nodes, call.pos.line))
 
 
+def recorded_or(record: str, plain_lower):
+    """The host lowering of an op that, inside a window, records `record` of its
+    arguments' nodes (recorded) and outside one is `plain_lower`."""
+    def lower(f, call: ast.Call) -> CValue:
+        return recorded(f, call, record) if records(f, call) else plain_lower(f, call)
+    return lower
+
+
 def device_operand(f, call: ast.Call) -> tuple[Tensor, CValue, CValue]:
     """A device op of one operand: its result type, the operand, and the fresh
     device value the result goes to."""
     t = plain(f.concrete(call.ty))
     x = f.untracked(f.value(call.args[0]))
     return t, x, f.device_temp(t, call.pos.line)
+
+
+def device_over_matrices(kernel: str, operand: str):
+    """The device lowering of an op of one tensor whose kernel runs over its matrices (its
+    last two extents), with the parameters out, `operand`, batch, rows and cols."""
+    def device(f, call: ast.Call) -> CValue:
+        t, x, out = device_operand(f, call)
+        batch, rows, cols = batch_of_matrices(plain(x.type))
+        f.launch(f"mica_{kernel}_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
+                 **{operand: f.device_data(x, call.pos.line)}, batch=batch, rows=rows, cols=cols)
+        return out
+    return device
 
 
 def host_operand(f, call: ast.Call) -> tuple[Tensor, str, CValue]:
