@@ -60,7 +60,7 @@ def cmd_emit_ptx(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    from .compile.places import explain_table
+    from .compile.tracked_places import explain_table
 
     sys.stdout.write(explain_table(front_end(load_source(args.program), include=includes(args))))
     return 0

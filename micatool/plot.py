@@ -43,7 +43,7 @@ def table(text: str, names: list[str]) -> dict[str, list[float]]:
         rows = []
         for row in lines[at + 1:]:
             fields = row.split()
-            if len(fields) != len(header) or not all(is_number(field) for field in fields):
+            if len(fields) != len(header) or not all(is_finite_number(field) for field in fields):
                 break
             rows.append([float(field) for field in fields])
         if not rows:
@@ -52,7 +52,8 @@ def table(text: str, names: list[str]) -> dict[str, list[float]]:
     raise PlotError(f"the output has no header line naming {', '.join(names)}")
 
 
-def is_number(word: str) -> bool:
+def is_finite_number(word: str) -> bool:
+    """A word of the output that reads as a finite float: one field of a row to plot."""
     try:
         return math.isfinite(float(word))
     except ValueError:

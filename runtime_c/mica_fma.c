@@ -1,24 +1,12 @@
 /* mica_fma.c: fused multiply-add in software, and the choice between it and
  * the instruction (mica_fma.h). */
 #include "mica_fma.h"
+#include "mica_bits.h"
 #include "mica_cpu.h"
 
 #include <stdint.h>
-#include <string.h>
 
 #pragma STDC FP_CONTRACT OFF /* the software below must not be fused itself */
-
-static uint64_t bits_of(double x) {
-    uint64_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static double double_of(uint64_t u) {
-    double x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
 
 /* ------------------------------------------------------------ float */
 
@@ -31,9 +19,9 @@ float mica_soft_fma_f32(float x, float y, float acc) {
     double p = (double)x * (double)y, c = acc, s = p + c;
     double v = s - p, e = (p - (s - v)) + (c - v);
     if (e != 0 && __builtin_isfinite(s)) { // inexact (s is never 0 then)
-        uint64_t u = bits_of(s);
+        uint64_t u = mica_bits64(s);
         if ((e < 0) != (s < 0)) u -= 1; // s was rounded away from zero: truncate
-        s = double_of(u | 1);           // truncated, then odd
+        s = mica_f64_of(u | 1);         // truncated, then odd
     }
     return (float)s;
 }
@@ -44,7 +32,7 @@ typedef unsigned __int128 u128;
 
 // |x| = *m * 2^*e with *m < 2^53, for finite nonzero x
 static void unpack(double x, uint64_t *m, int *e) {
-    uint64_t u = bits_of(x), frac = u & ((1ull << 52) - 1);
+    uint64_t u = mica_bits64(x), frac = u & ((1ull << 52) - 1);
     int biased = (int)(u >> 52 & 0x7ff);
     *m = biased ? frac | 1ull << 52 : frac;
     *e = biased ? biased - 1075 : -1074;
@@ -78,10 +66,10 @@ static double round_pack(int sign, u128 m, int e) {
         if (rest > half || (rest == half && (mant & 1))) mant++;
     }
     uint64_t out = (uint64_t)sign << 63;
-    if (!normal) return double_of(out | mant); // 2^52 after rounding up is the smallest normal's bits
+    if (!normal) return mica_f64_of(out | mant); // 2^52 after rounding up is the smallest normal's bits
     if (mant == 1ull << 53) mant >>= 1, top++;
-    if (top > 1023) return double_of(out | 0x7ffull << 52); // overflow: infinity
-    return double_of(out | (uint64_t)(top + 1023) << 52 | (mant & ((1ull << 52) - 1)));
+    if (top > 1023) return mica_f64_of(out | 0x7ffull << 52); // overflow: infinity
+    return mica_f64_of(out | (uint64_t)(top + 1023) << 52 | (mant & ((1ull << 52) - 1)));
 }
 
 // The exact product (106 bits) and acc, aligned in one 128-bit frame; a
@@ -98,7 +86,7 @@ double mica_soft_fma_f64(double x, double y, double acc) {
     unpack(x, &mx, &ex);
     unpack(y, &my, &ey);
     unpack(acc, &mc, &ec);
-    int sp = (int)((bits_of(x) ^ bits_of(y)) >> 63), sc = (int)(bits_of(acc) >> 63);
+    int sp = (int)((mica_bits64(x) ^ mica_bits64(y)) >> 63), sc = (int)(mica_bits64(acc) >> 63);
     int ep = ex + ey, eq = ec;
     u128 p = to_frame((u128)mx * my, &ep), q = to_frame(mc, &eq);
     if (eq > ep || (eq == ep && q > p)) { // p: the larger magnitude

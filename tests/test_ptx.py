@@ -206,6 +206,14 @@ def test_interpreter_refuses_what_it_does_not_know():
             pi.Module(text)
 
 
+def one_thread(text: str, size: int) -> bytes:
+    """The `size` bytes kernel k of the module text writes to its one parameter, run by one thread."""
+    memory = pi.Memory()
+    out = memory.alloc(np.zeros(size, np.uint8))
+    pi.launch(pi.Module(text), "k", [out], memory, block=1)
+    return memory.array(out, np.uint8).tobytes()
+
+
 def test_interpreter_semantics():
     """The oracle itself: scoping, subnormals, round-to-nearest-even, integer division, nan tests."""
     text = """.version 7.0
@@ -253,10 +261,7 @@ def test_interpreter_semantics():
     ret;
 }
 """
-    memory = pi.Memory()
-    out = memory.alloc(np.zeros(52, np.uint8))
-    pi.launch(pi.Module(text), "k", [out], memory, block=1)
-    raw = memory.array(out, np.uint8).tobytes()
+    raw = one_thread(text, 52)
     f32 = np.frombuffer(raw[:12], np.uint32)
     assert list(f32) == [0, 0x00400000, 0]  # half the least subnormal rounds to even (0); the inner %x is its own
     assert list(np.frombuffer(raw[16:32], np.int64)) == [-3, -1]  # truncating division
@@ -306,16 +311,13 @@ def test_interpreter_integer_semantics():
     ret;
 }
 """
-    memory = pi.Memory()
-    out = memory.alloc(np.zeros(40, np.uint8))
-    pi.launch(pi.Module(text), "k", [out], memory, block=1)
-    raw = memory.array(out, np.uint8).tobytes()
+    raw = one_thread(text, 40)
     a = 0xFEDCBA9876543210
     assert list(np.frombuffer(raw[:24], np.uint64)) == [(a * a) >> 64, (a * a) % 2**64, 2**64 - 8]
     assert list(np.frombuffer(raw[24:32], np.uint32)) == [61, 64]
     assert np.frombuffer(raw[32:40], np.uint64)[0] == 2  # true xor true is false
     with pytest.raises(pi.InterpreterError, match="outside every .const"):
-        pi.launch(pi.Module(text.replace("[table+16]", "[table+24]")), "k", [out], memory, block=1)
+        one_thread(text.replace("[table+16]", "[table+24]"), 40)
 
 
 # ------------------------------------------------------------ cases

@@ -22,50 +22,40 @@ def program(body: str, decls: str = "") -> str:
     return f"program T;\n{decls}\nbegin\n{body}\nend.\n"
 
 
-def test_gradients_of_a_product_of_scalars(tmp_path):
-    text = program(
+# What a window, Backward and Gradient print, exactly: (body, declarations, output).
+GRADIENTS = {
+    "a product of scalars": (
         "x := 3.0; y := 2.0;\n"
         "tape l := x * x * y + 4.0 * y - x / 2.0; end;\n"
         "Backward(l);\n"
         "WriteLn(l, ' ', Gradient(x), ' ', Gradient(y));",
-        "var x, y, l : tracked float64;")
-    assert run_text(tmp_path, text).stdout == "24.5 11.5 13.0\n"
-
-
-def test_weight_tying_sums_both_uses(tmp_path):
-    text = program(
+        "var x, y, l : tracked float64;",
+        "24.5 11.5 13.0\n"),
+    "weight tying sums both uses": (
         "w := [[1.0, 2.0], [3.0, 4.0]]; a := [1.0, 0.0]; b := [0.0, 2.0];\n"
         "tape l := Sum(w * a) + Sum(w * b); end;\n"
         "Backward(l);\n"
         "WriteLn(Gradient(w));",
-        "var w : tracked matrix[2, 2] of float64; a, b : vector[2] of float64; l : tracked float64;")
-    assert run_text(tmp_path, text).stdout == "1.0 2.0 1.0 2.0\n"
-
-
-def test_gradient_answers_for_the_value_first_read(tmp_path):
-    text = program(
+        "var w : tracked matrix[2, 2] of float64; a, b : vector[2] of float64; l : tracked float64;",
+        "1.0 2.0 1.0 2.0\n"),
+    "the gradient answers for the value first read": (
         "h := [1.0, 2.0];\n"
         "tape h := 3.0 * h; h := 2.0 * h; l := Sum(h); end;\n"
         "Backward(l);\n"
         "WriteLn(h, ' ', Gradient(h));",
-        "var h : tracked vector[2] of float64; l : tracked float64;")
-    assert run_text(tmp_path, text).stdout == "6.0 12.0 6.0 6.0\n"
-
-
-def test_routines_take_and_return_tracked_values(tmp_path):
-    decls = ("var w : tracked matrix[2, 2] of float64; x : vector[2] of float64; l : tracked float64;\n"
-             "function Layer(m : tracked matrix[2, 2] of float64; v : vector[2] of float64) : tracked vector[2] of float64;\n"
-             "begin\n  result := Tanh(m * v) * 0.0 + m * v;\nend;\n")
-    text = program(
+        "var h : tracked vector[2] of float64; l : tracked float64;",
+        "6.0 12.0 6.0 6.0\n"),
+    "routines take and return tracked values": (
         "w := [[1.0, 0.0], [0.0, 1.0]]; x := [1.0, 2.0];\n"
         "tape l := Sum(Layer(w, x)); end;\n"
         "Backward(l);\n"
-        "WriteLn(Gradient(w), ' ', Layer(w, x));", decls)
-    assert run_text(tmp_path, text).stdout == "1.0 2.0 1.0 2.0 1.0 2.0\n"
-
-
-def test_plain_assignment_readopts_a_fresh_leaf(tmp_path):
-    text = program(
+        "WriteLn(Gradient(w), ' ', Layer(w, x));",
+        "var w : tracked matrix[2, 2] of float64; x : vector[2] of float64; l : tracked float64;\n"
+        "function Layer(m : tracked matrix[2, 2] of float64; v : vector[2] of float64)"
+        " : tracked vector[2] of float64;\n"
+        "begin\n  result := Tanh(m * v) * 0.0 + m * v;\nend;\n",
+        "1.0 2.0 1.0 2.0 1.0 2.0\n"),
+    "a plain assignment readopts a fresh leaf": (
         "x := 1.0;\n"
         "tape l := 5.0 * x; end;\n"
         "Backward(l);\n"
@@ -74,42 +64,52 @@ def test_plain_assignment_readopts_a_fresh_leaf(tmp_path):
         "tape l := x * x; end;\n"
         "Backward(l);\n"
         "WriteLn(Gradient(x));",
-        "var x, l : tracked float64;")
-    assert run_text(tmp_path, text).stdout == "5.0 20.0\n"
-
-
-def test_a_place_the_window_did_not_read_has_zero_gradient(tmp_path):
-    text = program(
+        "var x, l : tracked float64;",
+        "5.0 20.0\n"),
+    "a place the window did not read has zero gradient": (
         "x := 1.0; y := 2.0;\n"
         "tape l := 3.0 * y; end;\n"
         "Backward(l);\n"
         "tape l := 3.0 * x; end;\n"
         "Backward(l);\n"
         "WriteLn(Gradient(x), ' ', Gradient(y));",
-        "var x, y, l : tracked float64;")
-    assert run_text(tmp_path, text).stdout == "3.0 0.0\n"
-
-
-def test_loops_and_branches_in_a_window_record_what_ran(tmp_path):
-    text = program(
+        "var x, y, l : tracked float64;",
+        "3.0 0.0\n"),
+    "loops and branches in a window record what ran": (
         "x := 2.0; p := x;\n"
         "tape\n  for k := 1 to 3 do\n    if k <> 2 then p := p * x;\n  l := p;\nend;\n"
         "Backward(l);\n"
         "WriteLn(l, ' ', Gradient(x), ' ', Gradient(p));",
-        "var x, p, l : tracked float64; k : integer;")
-    assert run_text(tmp_path, text).stdout == "8.0 8.0 4.0\n"  # p is its own leaf: l = p0 * x * x
-
-
-def test_leaving_a_window_early_closes_it(tmp_path):
-    text = program(
+        "var x, p, l : tracked float64; k : integer;",
+        "8.0 8.0 4.0\n"),  # p is its own leaf: l = p0 * x * x
+    "leaving a window early closes it": (
         "x := 1.0;\n"
         "for k := 1 to 3 do\nbegin\n  tape\n    l := x * k;\n    if k = 2 then break;\n  end;\nend;\n"
         "Backward(l);\n"
         "tape l := 7.0 * x; end;\n"
         "Backward(l);\n"
         "WriteLn(Gradient(x));",
-        "var x, l : tracked float64; k : integer;")
-    assert run_text(tmp_path, text).stdout == "7.0\n"
+        "var x, l : tracked float64; k : integer;",
+        "7.0\n"),
+    "broadcast over leading dimensions and batched transpose": (
+        "t := [[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [[7.0, 8.0, 9.0], [10.0, 11.0, 12.0]]];\n"
+        "p := [[0.5, 0.5, 0.5], [1.0, 1.0, 1.0]];\n"
+        "s := Transpose(t);\n"
+        "tape l := Sum(Mul(Transpose(t + p), s)); end;\n"
+        "Backward(l);\n"
+        "WriteLn(Gradient(p));\nWriteLn(Gradient(t));",
+        "var t : tracked tensor[2, 2, 3] of float64; p : tracked matrix[2, 3] of float64;\n"
+        "    l : tracked float64; s : tensor[2, 3, 2] of float64;",
+        "8.0 10.0 12.0 14.0 16.0 18.0\n1.0 2.0 3.0 4.0 5.0 6.0 7.0 8.0 9.0 10.0 11.0 12.0\n"),
+}
+
+
+@pytest.mark.parametrize("case", list(GRADIENTS))
+def test_the_printed_values_and_gradients_are_exact(tmp_path, case):
+    body, decls, output = GRADIENTS[case]
+    assert run_text(tmp_path, program(body, decls)).stdout == output
+
+
 
 
 RUNTIME_MISUSE = {
@@ -176,16 +176,3 @@ def test_trackedrecords_matches_seed_000():
     assert "w1 after the step = 1.916667 -0.100000 -0.083333 1.900000\n" in out
     assert "loss after the step = 4.262593\n" in out
     assert "sgd over the elements = 0.875000 1.750000 2.875000 3.750000\n" in out
-
-
-def test_broadcast_over_leading_dimensions_and_batched_transpose(tmp_path):
-    text = program(
-        "t := [[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [[7.0, 8.0, 9.0], [10.0, 11.0, 12.0]]];\n"
-        "p := [[0.5, 0.5, 0.5], [1.0, 1.0, 1.0]];\n"
-        "s := Transpose(t);\n"
-        "tape l := Sum(Mul(Transpose(t + p), s)); end;\n"
-        "Backward(l);\n"
-        "WriteLn(Gradient(p));\nWriteLn(Gradient(t));",
-        "var t : tracked tensor[2, 2, 3] of float64; p : tracked matrix[2, 3] of float64;\n"
-        "    l : tracked float64; s : tensor[2, 3, 2] of float64;")
-    assert run_text(tmp_path, text).stdout == "8.0 10.0 12.0 14.0 16.0 18.0\n1.0 2.0 3.0 4.0 5.0 6.0 7.0 8.0 9.0 10.0 11.0 12.0\n"

@@ -21,25 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mica_bits.h"
 #include "mica_math.h"
-
-static float f32_of(uint32_t u) {
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
-static uint32_t bits32(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static uint64_t bits64(double x) {
-    uint64_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
 
 static double ulp_err32(float y, double v) {
     int e;
@@ -61,7 +44,7 @@ static int sweep32(uint32_t first, uint32_t last) {
     uint32_t at[2][4] = {{0}};
     long count[4] = {0}, asym = 0;
     for (uint64_t u = first; u < last; u++) {
-        float x = f32_of((uint32_t)u), a = fabsf(x);
+        float x = mica_f32_of((uint32_t)u), a = fabsf(x);
         if (!(a <= 0x1.fffffep127f)) continue; /* nan, inf */
         int r = a < 0x1p-12f ? 0 : a <= 0x1.921fb6p-1f ? 1 : a < 0x1p15f ? 2 : 3;
         count[r]++;
@@ -69,11 +52,13 @@ static int sweep32(uint32_t first, uint32_t last) {
         double es = ulp_err32(s, sin((double)x)), ec = ulp_err32(c, cos((double)x));
         if (es > worst[0][r]) worst[0][r] = es, at[0][r] = (uint32_t)u;
         if (ec > worst[1][r]) worst[1][r] = ec, at[1][r] = (uint32_t)u;
-        if (bits32(mica_sin_f32(-x)) != (bits32(s) ^ 0x80000000u) || bits32(mica_cos_f32(-x)) != bits32(c)) asym++;
+        if (mica_bits32(mica_sin_f32(-x)) != (mica_bits32(s) ^ 0x80000000u) ||
+            mica_bits32(mica_cos_f32(-x)) != mica_bits32(c))
+            asym++;
     }
     for (int r = 0; r < 4; r++)
         printf("%-32s %11ld floats  sin %.4f (at %a)  cos %.4f (at %a)\n", RANGE32[r], count[r], worst[0][r],
-               f32_of(at[0][r]), worst[1][r], f32_of(at[1][r]));
+               mica_f32_of(at[0][r]), worst[1][r], mica_f32_of(at[1][r]));
     printf("asymmetric results: %ld\n", asym);
     return asym != 0;
 }
@@ -117,8 +102,7 @@ static double draw(const struct range64 *g) {
     else {
         double k = floor(exp(log(g->hi) * unit()));
         x = (double)((g->kind == 2 ? (__float128)k : k + 0.5Q) * M_PI_2q);
-        uint64_t u = bits64(x) + (uint64_t)((int64_t)(next() % 41) - 20);
-        memcpy(&x, &u, sizeof x);
+        x = mica_f64_of(mica_bits64(x) + (uint64_t)((int64_t)(next() % 41) - 20));
     }
     return (next() & 1) ? -x : x;
 }
@@ -133,8 +117,8 @@ static int sweep64(long n) {
             double es = ulp_err64(s, sinq(x)), ec = ulp_err64(c, cosq(x));
             if (es > worst[0]) worst[0] = es, at[0] = x;
             if (ec > worst[1]) worst[1] = ec, at[1] = x;
-            if (bits64(mica_sin_f64(-x)) != (bits64(s) ^ 0x8000000000000000ull) ||
-                bits64(mica_cos_f64(-x)) != bits64(c))
+            if (mica_bits64(mica_sin_f64(-x)) != (mica_bits64(s) ^ 0x8000000000000000ull) ||
+                mica_bits64(mica_cos_f64(-x)) != mica_bits64(c))
                 asym++;
         }
         printf("%-36s sin %.4f (at %a)  cos %.4f (at %a)\n", RANGE64[g].name, worst[0], at[0], worst[1], at[1]);

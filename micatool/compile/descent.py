@@ -13,6 +13,9 @@ Each method parses one rule of mica.lark and is named after it. It also leaves
 in self.height the height lark's tree would have there (a node is one more than
 its tallest child; a token counts 0), so a program nests too deep exactly when
 the lark-built tree would.
+
+The parser is three layers, each a class over the one before: Cursor, the token
+at hand; ExpressionParser, the expression rules; Parser, the rules above them.
 """
 
 from __future__ import annotations
@@ -126,24 +129,16 @@ def parse_streaming(text: str) -> ast.Program | ast.Unit:
     return Parser(text, skim=True).start()
 
 
-class Parser:
-    def __init__(self, text: str, skim: bool = False, at: tuple[int, int, int] = (0, 1, 0),
-                 names: dict[str, str] | None = None):
-        """skim: skip routine bodies, to be parsed when read (LazyBody). `at` is where to
-        start: the offset, its line and the offset that line starts at."""
+class Cursor:
+    """The token the parser is at (kind, value, line, col), each read from the text
+    only when the one before is taken."""
+
+    def __init__(self, text: str, at: tuple[int, int, int], names: dict[str, str] | None):
         offset, self.line, self._line_start = at
         self._text = text
         self._scan = _TOKEN.scanner(text, offset).match
         self._names: dict[str, str] = {} if names is None else names  # equal names share one string
-        self.units: set[str] = set()  # the units a qualified name may name: those used so far, and this one
-        self.skim = skim
-        self.unread = 0  # skimmed bodies not yet read
-        self.read_tallest = 0  # the tallest routine among the bodies read
         self.advance()
-        self.height = 0
-        self.too_large: list[ast.IntLit] = []  # 2**63: fine only as -9223372036854775808
-
-    # -- tokens
 
     def advance(self) -> None:
         """On to the next token: its kind (a keyword's or a punctuation mark's is its
@@ -186,6 +181,192 @@ class Parser:
         taken = self.value, self.line, self.col
         self.advance()
         return taken
+
+    def here(self) -> tuple[int, int, int]:
+        """Where the current token starts: its offset, its line, and where that line starts."""
+        return self._line_start + self.col - 1, self.line, self._line_start
+
+
+class ExpressionParser(Cursor):
+    """mica.lark's expression rules, and self.height, the height of what was parsed last."""
+
+    def __init__(self, text: str, at: tuple[int, int, int], names: dict[str, str] | None):
+        super().__init__(text, at, names)
+        self.units: set[str] = set()  # the units a qualified name may name: those used so far, and this one
+        self.height = 0
+        self.too_large: list[ast.IntLit] = []  # 2**63: fine only as -9223372036854775808
+
+    def expr(self, level: int = OR):
+        """An expression of mica.lark's rule at `level` (expr, and_expr, not_expr,
+        comparison, sum, product): its operators bind at least that tightly. Each
+        operand left of an operator is a rule of its own; an operator extends it
+        when it binds no more tightly than that rule (comparisons do not chain)."""
+        if self.kind == "not" and level <= NOT:
+            line, col = self.line, self.col
+            self.advance()
+            operand = self.expr(NOT)
+            self.height += 1
+            left, rule = ast.Unary(line, col, "not", operand), NOT
+        else:
+            left, rule = self.unary(), UNARY
+        while True:
+            op = self.kind
+            binding = _BINDING.get(op, 0)
+            if binding < level or binding > rule or binding == rule == COMPARISON:
+                return left
+            tallest = self.height
+            line, col = self.line, self.col
+            self.advance()
+            right = self.expr(binding + 1)
+            self.height = max(tallest, self.height) + 1
+            left, rule = ast.Binary(line, col, op, left, right), binding
+
+    def unary(self):
+        kind = self.kind
+        if kind != "-" and kind != "+":
+            return self.postfix()
+        line, col = self.line, self.col
+        self.advance()
+        operand = self.unary()
+        self.height += 1
+        if kind == "-" and any(literal is operand for literal in self.too_large):  # the most negative integer
+            self.too_large = [literal for literal in self.too_large if literal is not operand]
+            return ast.IntLit(line, col, -operand.value)
+        return ast.Unary(line, col, kind, operand)
+
+    def postfix(self):
+        base = self.atom()
+        while True:
+            kind = self.kind
+            if kind == "[":
+                tallest = self.height
+                self.advance()
+                indices = self.expr_list()
+                self.expect("]")
+                self.height = max(tallest, self.height) + 1
+                base = ast.Index(base.line, base.col, base, indices)
+            elif kind == ".":
+                self.advance()
+                name, line, col = self.take("NAME")
+                self.height += 1
+                if base.__class__ is ast.Name and base.unit is None and base.ident in self.units:
+                    base = ast.Name(base.line, base.col, name, unit=base.ident)  # a unit's name, qualified
+                else:
+                    base = ast.Field(line, col, base, name)
+            elif kind == "(":
+                tallest = self.height
+                self.advance()
+                args = []
+                if self.kind != ")":
+                    args = self.arg_list()
+                    tallest = max(tallest, self.height)
+                self.expect(")")
+                self.height = tallest + 1
+                base = ast.Call(base.line, base.col, base, args)
+            else:
+                return base
+
+    def atom(self):
+        kind, value = self.kind, self.value
+        if kind == "NAME":
+            node = ast.Name(self.line, self.col, value)
+        elif kind == "INT":
+            node = self.int_lit()
+        elif kind == "FLOAT":
+            number = float(value)
+            if number == float("inf"):
+                raise Fallback
+            node = ast.FloatLit(self.line, self.col, value, number)
+        elif kind == "(":
+            self.advance()
+            inner = self.expr()
+            self.expect(")")
+            return inner
+        elif kind == "[":
+            line, col = self.line, self.col
+            self.advance()
+            items = self.expr_list()
+            self.expect("]")
+            self.height += 1
+            return ast.TensorLit(line, col, items)
+        elif kind == "STRING":
+            node = ast.StrLit(self.line, self.col, value[1:-1].replace("''", "'"))
+        elif kind == "true" or kind == "false":
+            node = ast.BoolLit(self.line, self.col, kind == "true")
+        else:
+            raise Fallback
+        self.advance()
+        self.height = 1
+        return node
+
+    def int_lit(self) -> ast.IntLit:
+        text = self.value
+        if len(text) > 19:  # int() refuses more than 4300 digits; lark's parse says 1004
+            text = text.lstrip("0") or "0"
+            if len(text) > 19:
+                raise Fallback
+        value = int(text)
+        literal = ast.IntLit(self.line, self.col, value)
+        if value > INT64_MAX:
+            if value != INT64_MAX + 1:
+                raise Fallback
+            self.too_large.append(literal)
+        return literal
+
+    def expr_list(self) -> list:
+        items = [self.expr()]
+        tallest = self.height
+        while self.kind == ",":
+            self.advance()
+            items.append(self.expr())
+            tallest = max(tallest, self.height)
+        self.height = tallest + 1
+        return items
+
+    def arg_list(self) -> list:
+        args = [self.arg()]
+        tallest = self.height
+        while self.kind == ",":
+            self.advance()
+            args.append(self.arg())
+            tallest = max(tallest, self.height)
+        self.height = tallest + 1
+        return args
+
+    def arg(self):
+        if self.kind == "address":
+            line, col = self.line, self.col
+            self.advance()
+            place = self.postfix()
+            self.height += 1
+            return ast.AddressArg(line, col, place)
+        value = self.expr()
+        if self.kind != ":":
+            return value
+        tallest = self.height
+        self.advance()
+        width = self.expr()
+        tallest = max(tallest, self.height)
+        decimals = None
+        if self.kind == ":":
+            self.advance()
+            decimals = self.expr()
+            tallest = max(tallest, self.height)
+        self.height = tallest + 1
+        return ast.FormatArg(value.line, value.col, value, width, decimals)
+
+
+class Parser(ExpressionParser):
+    """A file's rules above its expressions: the program or unit, declarations, types, statements."""
+
+    def __init__(self, text: str, skim: bool = False, at: tuple[int, int, int] = (0, 1, 0),
+                 names: dict[str, str] | None = None):
+        """skim: skip routine bodies, to be parsed when read (LazyBody). `at` is where to
+        start: the offset, its line and the offset that line starts at."""
+        super().__init__(text, at, names)
+        self.skim = skim
+        self.unread = 0  # skimmed bodies not yet read
+        self.read_tallest = 0  # the tallest routine among the bodies read
 
     # -- program and declarations
 
@@ -377,10 +558,6 @@ class Parser:
             self.advance()
         self.unread += 1
         return LazyBody(self, start, self.here()[0], tallest)
-
-    def here(self) -> tuple[int, int, int]:
-        """Where the current token starts: its offset, its line, and where that line starts."""
-        return self._line_start + self.col - 1, self.line, self._line_start
 
     def params(self) -> list[ast.Param]:
         self.expect("(")
@@ -623,167 +800,6 @@ class Parser:
         body = self.stmt()
         self.height = max(tallest, self.height) + 1
         return ast.For(line, col, ast.Name(name_line, name_col, name), start, stop, downward, body)
-
-    # -- expressions
-
-    def expr(self, level: int = OR):
-        """An expression of mica.lark's rule at `level` (expr, and_expr, not_expr,
-        comparison, sum, product): its operators bind at least that tightly. Each
-        operand left of an operator is a rule of its own; an operator extends it
-        when it binds no more tightly than that rule (comparisons do not chain)."""
-        if self.kind == "not" and level <= NOT:
-            line, col = self.line, self.col
-            self.advance()
-            operand = self.expr(NOT)
-            self.height += 1
-            left, rule = ast.Unary(line, col, "not", operand), NOT
-        else:
-            left, rule = self.unary(), UNARY
-        while True:
-            op = self.kind
-            binding = _BINDING.get(op, 0)
-            if binding < level or binding > rule or binding == rule == COMPARISON:
-                return left
-            tallest = self.height
-            line, col = self.line, self.col
-            self.advance()
-            right = self.expr(binding + 1)
-            self.height = max(tallest, self.height) + 1
-            left, rule = ast.Binary(line, col, op, left, right), binding
-
-    def unary(self):
-        kind = self.kind
-        if kind != "-" and kind != "+":
-            return self.postfix()
-        line, col = self.line, self.col
-        self.advance()
-        operand = self.unary()
-        self.height += 1
-        if kind == "-" and any(literal is operand for literal in self.too_large):  # the most negative integer
-            self.too_large = [literal for literal in self.too_large if literal is not operand]
-            return ast.IntLit(line, col, -operand.value)
-        return ast.Unary(line, col, kind, operand)
-
-    def postfix(self):
-        base = self.atom()
-        while True:
-            kind = self.kind
-            if kind == "[":
-                tallest = self.height
-                self.advance()
-                indices = self.expr_list()
-                self.expect("]")
-                self.height = max(tallest, self.height) + 1
-                base = ast.Index(base.line, base.col, base, indices)
-            elif kind == ".":
-                self.advance()
-                name, line, col = self.take("NAME")
-                self.height += 1
-                if base.__class__ is ast.Name and base.unit is None and base.ident in self.units:
-                    base = ast.Name(base.line, base.col, name, unit=base.ident)  # a unit's name, qualified
-                else:
-                    base = ast.Field(line, col, base, name)
-            elif kind == "(":
-                tallest = self.height
-                self.advance()
-                args = []
-                if self.kind != ")":
-                    args = self.arg_list()
-                    tallest = max(tallest, self.height)
-                self.expect(")")
-                self.height = tallest + 1
-                base = ast.Call(base.line, base.col, base, args)
-            else:
-                return base
-
-    def atom(self):
-        kind, value = self.kind, self.value
-        if kind == "NAME":
-            node = ast.Name(self.line, self.col, value)
-        elif kind == "INT":
-            node = self.int_lit()
-        elif kind == "FLOAT":
-            number = float(value)
-            if number == float("inf"):
-                raise Fallback
-            node = ast.FloatLit(self.line, self.col, value, number)
-        elif kind == "(":
-            self.advance()
-            inner = self.expr()
-            self.expect(")")
-            return inner
-        elif kind == "[":
-            line, col = self.line, self.col
-            self.advance()
-            items = self.expr_list()
-            self.expect("]")
-            self.height += 1
-            return ast.TensorLit(line, col, items)
-        elif kind == "STRING":
-            node = ast.StrLit(self.line, self.col, value[1:-1].replace("''", "'"))
-        elif kind == "true" or kind == "false":
-            node = ast.BoolLit(self.line, self.col, kind == "true")
-        else:
-            raise Fallback
-        self.advance()
-        self.height = 1
-        return node
-
-    def int_lit(self) -> ast.IntLit:
-        text = self.value
-        if len(text) > 19:  # int() refuses more than 4300 digits; lark's parse says 1004
-            text = text.lstrip("0") or "0"
-            if len(text) > 19:
-                raise Fallback
-        value = int(text)
-        literal = ast.IntLit(self.line, self.col, value)
-        if value > INT64_MAX:
-            if value != INT64_MAX + 1:
-                raise Fallback
-            self.too_large.append(literal)
-        return literal
-
-    def expr_list(self) -> list:
-        items = [self.expr()]
-        tallest = self.height
-        while self.kind == ",":
-            self.advance()
-            items.append(self.expr())
-            tallest = max(tallest, self.height)
-        self.height = tallest + 1
-        return items
-
-    def arg_list(self) -> list:
-        args = [self.arg()]
-        tallest = self.height
-        while self.kind == ",":
-            self.advance()
-            args.append(self.arg())
-            tallest = max(tallest, self.height)
-        self.height = tallest + 1
-        return args
-
-    def arg(self):
-        if self.kind == "address":
-            line, col = self.line, self.col
-            self.advance()
-            place = self.postfix()
-            self.height += 1
-            return ast.AddressArg(line, col, place)
-        value = self.expr()
-        if self.kind != ":":
-            return value
-        tallest = self.height
-        self.advance()
-        width = self.expr()
-        tallest = max(tallest, self.height)
-        decimals = None
-        if self.kind == ":":
-            self.advance()
-            decimals = self.expr()
-            tallest = max(tallest, self.height)
-        self.height = tallest + 1
-        return ast.FormatArg(value.line, value.col, value, width, decimals)
 
 
 class LazyBody:

@@ -33,8 +33,8 @@ def result_tensor(template: Tensor, shape: tuple, dynamic: bool) -> Tensor:
     return template.with_shape(shape)
 
 
-def product(a: Tensor, b: Tensor) -> Tensor:
-    """The algebraic product a * b (LANGUAGE.md §4)."""
+def product_type(a: Tensor, b: Tensor) -> Tensor:
+    """The type of the algebraic product a * b (LANGUAGE.md §4)."""
     sa, sb = dims(a), dims(b)
     dynamic = a.is_dynamic or b.is_dynamic
     if len(sa) == 1 and len(sb) == 1:

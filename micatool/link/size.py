@@ -100,7 +100,7 @@ def format_table(rows: list[dict]) -> str:
     columns = list(rows[0])
     cells = [[render(row.get(c)) for c in columns] for row in rows]
     widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
-    right = [all(is_number(row.get(c)) for row in rows) for c in columns]
+    right = [all(aligns_right(row.get(c)) for row in rows) for c in columns]
     lines = [fit(columns, widths, right), fit(["-" * w for w in widths], widths, right)]
     lines += [fit(r, widths, right) for r in cells]
     return "\n".join(lines) + "\n"
@@ -114,7 +114,8 @@ def render(value) -> str:
     return str(value)
 
 
-def is_number(value) -> bool:
+def aligns_right(value) -> bool:
+    """A count (an int, nothing, or digits with commas) stands right-aligned in its column."""
     if value is None or isinstance(value, int):
         return True
     return bool(re.fullmatch(r"[+-]?[\d,]+", str(value)))

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mica_bits.h"
 #include "mica_math.h"
 #include "mica_math_array.h"
 
@@ -43,30 +44,6 @@ static uint64_t next_u64(void) {
 
 static double unit(void) { /* [0, 1) */
     return (double)(next_u64() >> 11) * 0x1p-53;
-}
-
-static uint64_t bits64(double x) {
-    uint64_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static double f64_of(uint64_t u) {
-    double x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
-static uint32_t bits32(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static float f32_of(uint32_t u) {
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
 }
 
 /* ------------------------------------------------------------ input sets */
@@ -138,13 +115,14 @@ static input_set make_inputs(int bits, double share) {
     const double *edges = bits == 64 ? EDGES64 : EDGES32;
     int nedges = bits == 64 ? (int)(sizeof EDGES64 / sizeof *EDGES64) : (int)(sizeof EDGES32 / sizeof *EDGES32);
     for (int i = 0; i < nedges; i++)
-        push_around(&s, bits == 64 ? bits64(edges[i]) : bits32((float)edges[i]), bits, 64);
+        push_around(&s, bits == 64 ? mica_bits64(edges[i]) : mica_bits32((float)edges[i]), bits, 64);
     for (int64_t i = 0; i < random_n; i++) { /* every exponent, nans and subnormals included */
         uint64_t u = next_u64();
         push(&s, bits == 64 ? u : u >> 32);
     }
     // patterns evenly spaced from 2^-40 to 2^10 (both signs): every exponent that matters, densely
-    uint64_t lo = bits == 64 ? bits64(0x1p-40) : bits32(0x1p-40f), hi = bits == 64 ? bits64(0x1p10) : bits32(0x1p10f);
+    uint64_t lo = bits == 64 ? mica_bits64(0x1p-40) : mica_bits32(0x1p-40f);
+    uint64_t hi = bits == 64 ? mica_bits64(0x1p10) : mica_bits32(0x1p10f);
     uint64_t sign = bits == 64 ? 1ull << 63 : 1ull << 31;
     for (int64_t i = 0; i < exp_n; i++) {
         uint64_t u = lo + (uint64_t)((double)(hi - lo) * unit());
@@ -155,7 +133,7 @@ static input_set make_inputs(int bits, double share) {
         int64_t m = (int64_t)(sweeps[k][2] * (double)sweep_n);
         for (int64_t i = 0; i < m; i++) {
             double x = sweeps[k][0] + (sweeps[k][1] - sweeps[k][0]) * ((double)i / (double)m);
-            push(&s, bits == 64 ? bits64(x) : bits32((float)x));
+            push(&s, bits == 64 ? mica_bits64(x) : mica_bits32((float)x));
         }
     }
     if (s.n % 2 == 0) push(&s, 0); /* odd: the padded tail always runs */
@@ -271,8 +249,8 @@ static void report(const char *name, const char *how, uint64_t x, uint64_t want,
         free(want);                                                                                      \
         free(got);                                                                                       \
     }
-CHECK(double, uint64_t, f64_of, bits64, FN64)
-CHECK(float, uint32_t, f32_of, bits32, FN32)
+CHECK(double, uint64_t, mica_f64_of, mica_bits64, FN64)
+CHECK(float, uint32_t, mica_f32_of, mica_bits32, FN32)
 
 int main(int argc, char **argv) {
     double share = argc > 1 ? atof(argv[1]) : 1.0;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mica_bits.h"
 #include "mica_math.h"
 
 struct fn64 {
@@ -32,30 +33,6 @@ static const struct fn32 FN32[] = {MICA_MATH_FUNCTIONS(ENTRY32)};
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-static double f64_of(uint64_t u) {
-    double x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
-static float f32_of(uint32_t u) {
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
-static uint64_t bits64(double x) {
-    uint64_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static uint32_t bits32(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
 static void fail(const char *what, const char *name) {
     fprintf(stderr, "math_harness: %s: %s\n", what, name);
     exit(2);
@@ -67,13 +44,13 @@ static void run_block(const char *name, long count) {
     for (size_t i = 0; i < COUNT(FN64); i++) {
         if (strcmp(name, FN64[i].name) != 0) continue;
         for (long j = 0; j < count && fgets(line, sizeof line, stdin); j++)
-            printf("%016llx\n", (unsigned long long)bits64(FN64[i].f(f64_of(strtoull(line, NULL, 16)))));
+            printf("%016llx\n", (unsigned long long)mica_bits64(FN64[i].f(mica_f64_of(strtoull(line, NULL, 16)))));
         return;
     }
     for (size_t i = 0; i < COUNT(FN32); i++) {
         if (strcmp(name, FN32[i].name) != 0) continue;
         for (long j = 0; j < count && fgets(line, sizeof line, stdin); j++)
-            printf("%08lx\n", (unsigned long)bits32(FN32[i].f(f32_of((uint32_t)strtoul(line, NULL, 16)))));
+            printf("%08lx\n", (unsigned long)mica_bits32(FN32[i].f(mica_f32_of((uint32_t)strtoul(line, NULL, 16)))));
         return;
     }
     int is64 = strcmp(name, "powi_f64") == 0;
@@ -82,8 +59,8 @@ static void run_block(const char *name, long count) {
         char *rest;
         uint64_t u = strtoull(line, &rest, 16);
         int64_t n = strtoll(rest, NULL, 10);
-        if (is64) printf("%016llx\n", (unsigned long long)bits64(mica_powi_f64(f64_of(u), n)));
-        else printf("%08lx\n", (unsigned long)bits32(mica_powi_f32(f32_of((uint32_t)u), n)));
+        if (is64) printf("%016llx\n", (unsigned long long)mica_bits64(mica_powi_f64(mica_f64_of(u), n)));
+        else printf("%08lx\n", (unsigned long)mica_bits32(mica_powi_f32(mica_f32_of((uint32_t)u), n)));
     }
 }
 

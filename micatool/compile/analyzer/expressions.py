@@ -343,7 +343,7 @@ class Expressions:
                 self.a.repeated_first.append(e)
                 return Tracked(result) if tracked else result
             if op == "*":
-                result = shapes.product(lp, rp)
+                result = shapes.product_type(lp, rp)
             elif op == "/":
                 return self.a.error(e, 4020, "'/' between two tensors is not defined; scale by a scalar or use Mul")
             else:
@@ -362,7 +362,7 @@ class Expressions:
             return self.a.error(e, 4022, f"an integer product takes a static int8 or uint8 matrix times an int8 "
                                          f"matrix or vector, found '{lt}' and '{rt}'")
         try:
-            result = shapes.product(lp, rp)
+            result = shapes.product_type(lp, rp)
         except shapes.ShapeMismatch as why:
             return self.a.error(e, 6007, f"cannot multiply '{lt}' by '{rt}': {why}")
         depth = lp.shape[-1]  # a shape variable's binding is checked where the routine is lowered

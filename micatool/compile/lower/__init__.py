@@ -22,7 +22,7 @@ from ... import __version__
 from ...diagnostics import SourceFile
 from ..analyzer import Analysis
 from ..cprogram import CProgram
-from ..ctypes import CTypes, c_string_literal, c_symbol
+from ..c_types import CTypes, c_string_literal, c_symbol
 from ..symbols import RoutineSymbol
 from .function import FunctionLowering
 from .jinja import templates

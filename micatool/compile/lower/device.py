@@ -12,7 +12,7 @@ ones its binary embeds.
 from __future__ import annotations
 
 from .. import ast, shapes
-from ..ctypes import SUFFIX
+from ..c_types import SUFFIX
 from ..cvalue import CValue
 from ..residency import on_gpu
 from ..ops.lowering import too_deep

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from ...diagnostics import InternalError
 from .. import ast, ops, shapes
-from ..ctypes import SUFFIX, c_name, c_string_literal, c_symbol
+from ..c_types import SUFFIX, c_name, c_string_literal, c_symbol
 from ..cvalue import CValue, dtype_of
 from ..ops.conversions import device_conversion, lower_conversion
 from ..ops.lowering import too_deep
@@ -396,7 +396,7 @@ class Expressions:
         return CValue(out, t, lvalue=True)
 
     def product_call(self, t: Tensor, out: str, a: str, b: str, lt: Tensor, rt: Tensor, line: int) -> str:
-        """The kernel call for a static product (shapes.product's cases)."""
+        """The kernel call for a static product (shapes.product_type's cases)."""
         batch, m, k, n = shapes.product_extents(lt, rt)
         suffix = SUFFIX[t.element]
         if t.element.is_integer:  # int8 or uint8 times int8, exactly in int32

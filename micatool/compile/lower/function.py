@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .. import ast
 from ..analyzer import Analysis, UnitAnalysis
-from ..ctypes import c_name, c_symbol
+from ..c_types import c_name, c_symbol
 from ..cvalue import CValue
 from ..symbols import RoutineSymbol, VarSymbol
 from ..types import STREAM, Type, needs_drop, plain, storage_bytes, substitute

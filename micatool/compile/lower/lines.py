@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ...diagnostics import FILE_LINE_BITS, MAX_FILE_LINES
-from ..ctypes import c_string_literal
+from ..c_types import c_string_literal
 
 
 class Line(NamedTuple):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from .. import ast
 from ..analyzer.rules import children, is_dynamic_row
-from ..ctypes import SUFFIX
+from ..c_types import SUFFIX
 from ..cvalue import CValue
 from ..residency import on_gpu
 from ..types import (INTEGER, INTEGER_RANGES, STRING, Record, Scalar, Tensor, Tracked, Type, has_tracked, needs_drop,

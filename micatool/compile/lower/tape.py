@@ -17,7 +17,7 @@ from __future__ import annotations
 from ...diagnostics import InternalError
 from .. import ast, ops, shapes
 from ..ops.fusions import attention_parts, product_plus_parts, record_attention, record_product_plus
-from ..ctypes import SUFFIX
+from ..c_types import SUFFIX
 from ..cvalue import CValue, dims_literal, dtype_of
 from ..residency import on_gpu
 from ..symbols import VarSymbol

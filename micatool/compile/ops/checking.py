@@ -132,7 +132,7 @@ def is_integer(t: Type) -> bool:
     return isinstance(plain(t), Scalar) and plain(t).is_integer
 
 
-def is_number(t: Type) -> bool:
+def is_numeric(t: Type) -> bool:
     return isinstance(plain(t), Scalar) and plain(t).is_numeric
 
 
@@ -242,7 +242,7 @@ def number_args(a, call, indices: list[int], integer_first: bool = False) -> boo
         elif integer_first and n == 0 and not is_integer(t):
             wrong(a, call, call.args[i], t, "an integer step count")
             ok = False
-        elif not is_number(t):
+        elif not is_numeric(t):
             wrong(a, call, call.args[i], t, "numbers after the tensors")
             ok = False
     return ok
@@ -286,7 +286,7 @@ def check_signature(params: list, result: Type):
             if isinstance(wanted, Lent):
                 if plain(t) != wanted.type:
                     return wrong(a, call, arg, t, f"a place of type '{wanted.type}' lent by 'address'")
-            elif wanted == INTEGER and not is_integer(t) or wanted == FLOAT64 and not is_number(t) \
+            elif wanted == INTEGER and not is_integer(t) or wanted == FLOAT64 and not is_numeric(t) \
                     or wanted not in (INTEGER, FLOAT64) and plain(t) != wanted:
                 return wrong(a, call, arg, t, f"'{wanted}'")
         plain_only(a, call, types)

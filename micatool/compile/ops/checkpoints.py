@@ -8,7 +8,7 @@ import json
 import math
 
 from .. import ast, residency
-from ..ctypes import c_name, c_string_literal
+from ..c_types import c_name, c_string_literal
 from ..cvalue import CValue
 from ..types import BOOLEAN, ERROR, VOID, Array, ErrorType, Record, Scalar, Tensor, Tracked, Type, plain
 from .registry import define

@@ -6,14 +6,15 @@ tensors of one shape."""
 from __future__ import annotations
 
 from .. import ast, residency
-from ..ctypes import SUFFIX
+from ..c_types import SUFFIX
 from ..cvalue import CValue, dtype_of
 from ..symbols import RoutineSymbol, TypeSymbol
 from ..types import ERROR, INT32, ErrorType, Scalar, Tensor, element_count, element_of, plain
 from .registry import TapeRecord, define
 from .element_functions import BY_NAME, FUNCTIONS
 from .checking import argument_types, mixes_dynamic_with_tracked, one_argument, tensor_arg, touch, tracked_if
-from .lowering import args_of, device_operand, extents, fresh_tensor, node_result, plain_arg, product, recorded, records
+from .lowering import (args_of, c_product, device_operand, extents, fresh_tensor, node_result, plain_arg, recorded_or,
+                       records)
 
 def check_elementwise(a, call, expected):
     t = one_argument(a, call)
@@ -43,7 +44,7 @@ def lower_elementwise(f, call: ast.Call) -> CValue:
         return CValue(f"mica_{kernel}_{s}({x.text})", t)
     x = plain_arg(f, call.args[0])
     out = fresh_tensor(f, t, x, call.pos.line)
-    f.line(f"mica_each_{kernel}_{s}({out.text}.e, {f.data(x)}, {product(extents(f, x))});")
+    f.line(f"mica_each_{kernel}_{s}({out.text}.e, {f.data(x)}, {c_product(extents(f, x))});")
     return out
 
 
@@ -125,12 +126,6 @@ def plain_mul(f, call: ast.Call) -> CValue:
     return CValue(out, t, lvalue=True)
 
 
-def lower_mul(f, call: ast.Call) -> CValue:
-    if records(f, call):
-        return recorded(f, call, "mul")
-    return plain_mul(f, call)
-
-
 def device_mul(f, call: ast.Call) -> CValue:
     t = plain(f.concrete(call.ty))
     a, b = (f.untracked(f.value(x)) for x in call.args)
@@ -140,6 +135,6 @@ def device_mul(f, call: ast.Call) -> CValue:
     return out
 
 
-define("Mul", records=True, check=check_mul, lower=lower_mul, device=device_mul, kernels=["mul"],
-       tape={"mul": TapeRecord(["mul"], ["mul_back"])},
+define("Mul", records=True, check=check_mul, lower=recorded_or("mul", plain_mul), device=device_mul,
+       kernels=["mul"], tape={"mul": TapeRecord(["mul"], ["mul_back"])},
        signature="Mul(a, b : tensor) : same shape", doc="The elementwise product of two tensors of one shape.")

@@ -4,7 +4,7 @@ SetLength and SetShape change them."""
 from __future__ import annotations
 
 from .. import ast
-from ..ctypes import SUFFIX
+from ..c_types import SUFFIX
 from ..cvalue import CValue
 from ..types import ERROR, INTEGER, STRING, VOID, Array, ErrorType, Tensor, Type, plain
 from .registry import define

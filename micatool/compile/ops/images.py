@@ -4,7 +4,7 @@ MaxPool2d and AvgPool2d over square windows."""
 from __future__ import annotations
 
 from .. import ast, residency
-from ..ctypes import SUFFIX
+from ..c_types import SUFFIX
 from ..cvalue import CValue, dims_literal
 from ..types import ERROR, ErrorType, Tensor, plain
 from .registry import define

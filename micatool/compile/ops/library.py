@@ -16,8 +16,9 @@ STRINGS = Array(STRING, None, None)  # `array of string`: the runtime fills one 
 
 def runtime_call(function: str, result: Type | None, with_line: bool = False, with_must: bool = False):
     """A builtin that is one runtime call: its values borrowed, its lent places by pointer
-    (an `array of string` by its two fields), then whether a refusal traps because nobody
-    reads the answer (as Load's does), then the line."""
+    (an `array of string` by its two fields), then a fresh `array of string` result's two
+    fields, for the runtime to fill, then whether a refusal traps because nobody reads the
+    answer (as Load's does), then the line."""
 
     def lower(f, call: ast.Call) -> CValue:
         args = []
@@ -27,14 +28,17 @@ def runtime_call(function: str, result: Type | None, with_line: bool = False, wi
                 continue
             place = f.place(arg.place).text
             args.extend([f"&{place}.len", f"&{place}.e"] if plain(arg.place.ty) == STRINGS else [f"&{place}"])
+        if result == STRINGS:
+            strings = f.declare(STRINGS)
+            args.extend([f"&{strings}.len", f"&{strings}.e"])
         if with_must:
             args.append("true" if f.result_unused(call) else "false")
         if with_line:
             args.append(str(call.pos.line))
         text = f"{function}({', '.join(args)})"
-        if result is None:
+        if result is None or result == STRINGS:
             f.line(text + ";")
-            return NOTHING
+            return NOTHING if result is None else CValue(strings, STRINGS, owned=True, lvalue=True)
         return CValue(text, result, owned=result == STRING)
 
     return lower

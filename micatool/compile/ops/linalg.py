@@ -4,7 +4,7 @@ answering false for a matrix it cannot take (singular, not positive definite).""
 from __future__ import annotations
 
 from .. import ast
-from ..ctypes import SUFFIX
+from ..c_types import SUFFIX
 from ..cvalue import CValue
 from ..types import BOOLEAN, ERROR, ErrorType, Scalar, Tensor, plain
 from .registry import define

@@ -9,7 +9,7 @@ C expressions: numbers for static shapes, `.rows`/`.cols` for dynamic ones.
 from __future__ import annotations
 
 from .. import ast, shapes
-from ..ctypes import SUFFIX
+from ..c_types import SUFFIX
 from ..cvalue import CValue
 from ..types import BOOLEAN, STRING, Scalar, Tensor, Tracked, Type, plain
 
@@ -183,7 +183,9 @@ def extents(f, v: CValue) -> list[str]:
     return [f"{v.text}.rows"] if t.rank == 1 else [f"{v.text}.rows", f"{v.text}.cols"]
 
 
-def product(items: list[str]) -> str:
+def c_product(items: list[str]) -> str:
+    """The C expression of the product of C integer expressions (a count of elements, of rows), folded when all
+    are literals; shapes.product_type is the Mica type of a product of tensors."""
     if all(i.isdigit() for i in items):
         n = 1
         for i in items:
@@ -195,7 +197,13 @@ def product(items: list[str]) -> str:
 def rows_cols(f, v: CValue) -> tuple[str, str]:
     """A tensor seen as rows of its last extent."""
     e = extents(f, v)
-    return product(e[:-1]), e[-1]
+    return c_product(e[:-1]), e[-1]
+
+
+def batch_of_matrices(t: Tensor) -> tuple[int, int, int]:
+    """A static tensor seen as matrices of its last two extents: how many, their rows, their columns."""
+    rows, cols = t.shape[-2:]
+    return t.count // (rows * cols), rows, cols
 
 
 def fresh_tensor(f, t: Tensor, like: CValue | None, line: int, dims: list[str] | None = None) -> CValue:
@@ -219,12 +227,32 @@ def recorded(f, call: ast.Call, record: str) -> CValue:
     return node_result(f, call, f.record(record, f.concrete(call.ty), nodes, call.pos.line))
 
 
+def recorded_or(record: str, plain_lower):
+    """The host lowering of an op that, inside a window, records `record` of its
+    arguments' nodes (recorded) and outside one is `plain_lower`."""
+    def lower(f, call: ast.Call) -> CValue:
+        return recorded(f, call, record) if records(f, call) else plain_lower(f, call)
+    return lower
+
+
 def device_operand(f, call: ast.Call) -> tuple[Tensor, CValue, CValue]:
     """A device op of one operand: its result type, the operand, and the fresh
     device value the result goes to."""
     t = plain(f.concrete(call.ty))
     x = f.untracked(f.value(call.args[0]))
     return t, x, f.device_temp(t, call.pos.line)
+
+
+def device_over_matrices(kernel: str, operand: str):
+    """The device lowering of an op of one tensor whose kernel runs over its matrices (its
+    last two extents), with the parameters out, `operand`, batch, rows and cols."""
+    def device(f, call: ast.Call) -> CValue:
+        t, x, out = device_operand(f, call)
+        batch, rows, cols = batch_of_matrices(plain(x.type))
+        f.launch(f"mica_{kernel}_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
+                 **{operand: f.device_data(x, call.pos.line)}, batch=batch, rows=rows, cols=cols)
+        return out
+    return device
 
 
 def host_operand(f, call: ast.Call) -> tuple[Tensor, str, CValue]:
@@ -253,7 +281,7 @@ def storage(f, place: CValue) -> tuple[str, str]:
     t = plain(place.type)
     if isinstance(t, Scalar):
         return f"&{place.text}", "1"
-    return f"{place.text}.e", product(extents(f, place))
+    return f"{place.text}.e", c_product(extents(f, place))
 
 
 def numbers(f, call: ast.Call, indices, t: Scalar) -> list[str]:

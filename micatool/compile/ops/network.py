@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .. import ast
 from ..types import BOOLEAN, ERROR, FLOAT64, INTEGER, STREAM, STRING, VOID
-from . import define
+from .registry import define
 from .checking import Lent, Shared, check_signature
 from .library import define_calls, runtime_call
 

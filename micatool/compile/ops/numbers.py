@@ -7,7 +7,7 @@ from .. import ast
 from ..cvalue import CValue
 from ..types import BOOLEAN, ERROR, FLOAT32, FLOAT64, INTEGER, STRING, ErrorType, Scalar, Tensor, plain
 from .registry import define
-from .checking import argument_types, check_signature, is_number, one_argument, op_name, plain_only, wrong
+from .checking import argument_types, check_signature, is_numeric, one_argument, op_name, plain_only, wrong
 from .element_functions import BY_NAME
 from .elementwise import device_elementwise, each_record, lower_elementwise
 from .lowering import args_of
@@ -21,7 +21,7 @@ def check_min_max(a, call, expected):
     if types is None:
         return ERROR
     for arg, t in zip(call.args, types):
-        if not is_number(t):
+        if not is_numeric(t):
             return wrong(a, call, arg, t, "two numbers")
     plain_only(a, call, types)
     left, right = (plain(t) for t in types)

@@ -4,13 +4,13 @@ gradients, on the host or, for device places, with one launch."""
 from __future__ import annotations
 
 from .. import ast
-from ..ctypes import SUFFIX
+from ..c_types import SUFFIX
 from ..cvalue import CValue, dtype_of
 from ..residency import on_gpu
 from ..types import ERROR, FLOAT64, VOID, ErrorType, Scalar, Tensor, element_of, plain
 from .registry import define
 from .checking import arity, conformant, number_args
-from .lowering import NOTHING, extents, numbers, plain_arg, product, storage
+from .lowering import NOTHING, c_product, extents, numbers, plain_arg, storage
 
 
 def check_adam(a, call, expected):
@@ -43,7 +43,7 @@ def lower_optimizer(f, call: ast.Call) -> CValue:
     g = plain_arg(f, call.args[1])
     w, count = storage(f, places[0])
     gradient, g_count = ((f"&{f.materialize(f.convert(g, e, call.pos.line)).text}", "1")
-                         if isinstance(plain(g.type), Scalar) else (f.data(g), product(extents(f, g))))
+                         if isinstance(plain(g.type), Scalar) else (f.data(g), c_product(extents(f, g))))
     others = [storage(f, p) for p in places[1:]]
     line = call.pos.line
     if any(plain(p.type).is_dynamic for p in places if isinstance(plain(p.type), Tensor)) or (

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from .. import ast, residency
-from ..ctypes import SUFFIX
+from ..c_types import SUFFIX
 from ..cvalue import CValue
 from ..types import BOOLEAN, STREAM, STRING, VOID, ErrorType, Scalar, Tensor, Type, plain
 from .registry import define

@@ -5,7 +5,7 @@ device-tape records are in operators.py."""
 from __future__ import annotations
 
 from .. import ast, residency
-from ..ctypes import SUFFIX
+from ..c_types import SUFFIX
 from ..cvalue import CValue
 from ..types import ERROR, ErrorType, Tensor, Tracked, element_count, element_of, is_tracked, plain
 from .registry import TapeRecord, define
@@ -20,7 +20,8 @@ from .checking import (
     touch,
     tracked_if,
 )
-from .lowering import args_of, extents, fresh_tensor, node_result, plain_arg, recorded, records
+from .lowering import (args_of, batch_of_matrices, device_over_matrices, extents, fresh_tensor, node_result,
+                       plain_arg, recorded_or, records)
 
 
 def check_dot(a, call, expected):
@@ -116,30 +117,13 @@ def plain_transpose(f, call: ast.Call) -> CValue:
     suffix = SUFFIX[t.element]
     if t.is_dynamic:
         return CValue(f"mica_dyn_transpose_{suffix}({f.borrow(v).text}, {call.pos.line})", t, owned=True)
-    source = plain(v.type)
-    rows, cols = source.shape[-2:]
+    batch, rows, cols = batch_of_matrices(plain(v.type))
     out = f.declare_uninitialized(t)
-    f.line(f"mica_transpose_{suffix}({out}.e, {f.data(v)}, {source.count // (rows * cols)}, "
-                f"{rows}, {cols});")
+    f.line(f"mica_transpose_{suffix}({out}.e, {f.data(v)}, {batch}, {rows}, {cols});")
     return CValue(out, t, lvalue=True)
 
 
-def lower_transpose(f, call: ast.Call) -> CValue:
-    if records(f, call):
-        return recorded(f, call, "transpose")
-    return plain_transpose(f, call)
-
-
-def device_transpose(f, call: ast.Call) -> CValue:
-    t = plain(f.concrete(call.ty))
-    x = f.untracked(f.value(call.args[0]))
-    rows, cols = plain(x.type).shape[-2:]
-    out = f.device_temp(t, call.pos.line)
-    f.launch(f"mica_transpose_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
-                a=f.device_data(x, call.pos.line), batch=t.count // (rows * cols), rows=rows, cols=cols)
-    return out
-
-
-define("Transpose", records=True, check=check_transpose, lower=lower_transpose, device=device_transpose,
-       kernels=["transpose"], tape={"transpose": TapeRecord(["transpose"], ["transpose_back"])},
+define("Transpose", records=True, check=check_transpose, lower=recorded_or("transpose", plain_transpose),
+       device=device_over_matrices("transpose", "a"), kernels=["transpose"],
+       tape={"transpose": TapeRecord(["transpose"], ["transpose_back"])},
        signature="Transpose(m : matrix[R, C]) : matrix[C, R]", doc="The matrix with its rows and columns swapped.")

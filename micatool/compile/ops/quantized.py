@@ -13,12 +13,12 @@ the kernel and trapped on by the host with the C's message
 from __future__ import annotations
 
 from .. import ast, residency
-from ..ctypes import SUFFIX
+from ..c_types import SUFFIX
 from ..cvalue import CValue, dtype_of
 from ..types import ERROR, FLOAT32, FLOAT64, INT8, INTEGER, UINT8, VOID, ErrorType, Tensor, Type, plain
 from .registry import define
-from .checking import arity, is_integer, is_number, plain_only, wrong
-from .lowering import NOTHING, extents, fresh_tensor, plain_arg, product, storage
+from .checking import arity, is_integer, is_numeric, plain_only, wrong
+from .lowering import NOTHING, c_product, extents, fresh_tensor, plain_arg, storage
 
 QUANTIZED = (INT8, UINT8)
 
@@ -35,7 +35,7 @@ def quantized_tensor(t: Type) -> bool:
 
 def scale_and_zero_fit(a, call, scale: Type, zero: Type) -> bool:
     """Arguments 2 and 3 of Quantize and Dequantize: a number and an integer (else a diagnostic)."""
-    if not is_number(scale):
+    if not is_numeric(scale):
         wrong(a, call, call.args[1], scale, "a number, the scale")
         return False
     if not is_integer(zero):
@@ -104,7 +104,7 @@ def lower_quantize(f, call: ast.Call) -> CValue:
     scale, zero = scale_and_zero(f, call, element)
     place = f.place(call.args[3].place)
     data, count = storage(f, place)
-    n = product(extents(f, x))
+    n = c_product(extents(f, x))
     if plain(x.type).is_dynamic or plain(place.type).is_dynamic:
         f.line(f'mica_check_shape({count}, {n}, {call.pos.line}, "elements to receive the quantized ones");')
     qs = SUFFIX[plain(place.type).element]
@@ -158,7 +158,7 @@ def lower_dequantize(f, call: ast.Call) -> CValue:
     out = fresh_tensor(f, t, q, call.pos.line)
     qs = SUFFIX[plain(q.type).element]
     f.line(f"mica_dequantize_{SUFFIX[t.element]}_{qs}({out.text}.e, {f.data(q)}, "
-                f"{product(extents(f, q))}, {scale}, {zero});")
+                f"{c_product(extents(f, q))}, {scale}, {zero});")
     return out
 
 

@@ -4,13 +4,15 @@ fills, RandomInt, and Dropout, whose mask it draws."""
 from __future__ import annotations
 
 from .. import ast
-from ..ctypes import SUFFIX
+from ..c_types import SUFFIX
 from ..cvalue import CValue
 from ..residency import on_gpu
 from ..types import ERROR, FLOAT64, INTEGER, VOID, ErrorType, Scalar, element_count, element_of, is_tracked, plain
 from .registry import TapeRecord, define
-from .checking import arity, check_signature, conformant, host_only, is_number, number_args, tensor_arg, touch, values, wrong
-from .lowering import NOTHING, device_operand, extents, fresh_tensor, node_result, numbers, plain_arg, product, records, storage
+from .checking import (arity, check_signature, conformant, host_only, is_numeric, number_args, tensor_arg, touch,
+                       values, wrong)
+from .lowering import (NOTHING, c_product, device_operand, extents, fresh_tensor, node_result, numbers, plain_arg,
+                       records, storage)
 
 
 def check_fill_random(a, call, expected):
@@ -62,7 +64,7 @@ def check_dropout(a, call, expected):
     x, p = values(a, call)
     if isinstance(x, ErrorType) or isinstance(p, ErrorType) or not tensor_arg(a, call, call.args[0], x):
         return ERROR
-    if not is_number(p) or is_tracked(p):  # the mask has no gradient in p, so p is never tracked
+    if not is_numeric(p) or is_tracked(p):  # the mask has no gradient in p, so p is never tracked
         return wrong(a, call, call.args[1], p, "a plain number p, the chance an element is dropped")
     known = call.args[1].folded
     if isinstance(known, (int, float)) and not 0 <= known < 1:
@@ -83,7 +85,7 @@ def lower_dropout(f, call: ast.Call) -> CValue:
     x = plain_arg(f, call.args[0])
     (p,) = numbers(f, call, [1], FLOAT64)
     out = fresh_tensor(f, t, x, line)
-    f.line(f"mica_dropout_{s}({out.text}.e, {f.data(x)}, {product(extents(f, x))}, {p}, {line});")
+    f.line(f"mica_dropout_{s}({out.text}.e, {f.data(x)}, {c_product(extents(f, x))}, {p}, {line});")
     return out
 
 

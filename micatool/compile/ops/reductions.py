@@ -4,13 +4,13 @@ the rows of a matrix (or of a tensor's last dimension) together."""
 from __future__ import annotations
 
 from .. import ast, residency
-from ..ctypes import SUFFIX
+from ..c_types import SUFFIX
 from ..cvalue import CValue
 from ..types import ERROR, ErrorType, Tensor, element_count, element_of, plain
 from .registry import TapeRecord, define
 from .checking import matrix_argument, one_argument, tensor_arg, touch, tracked_if
-from .lowering import (device_operand, extents, fresh_tensor, host_operand, plain_arg, product, recorded, records,
-                       rows_cols)
+from .lowering import (c_product, device_operand, extents, fresh_tensor, host_operand, plain_arg, recorded, recorded_or,
+                       records, rows_cols)
 
 
 def check_reduce(a, call, expected):
@@ -28,7 +28,7 @@ def lower_reduce(f, call: ast.Call) -> CValue:
     if records(f, call):
         return recorded(f, call, kernel)
     x = plain_arg(f, call.args[0])
-    return CValue(f"mica_{kernel}_{s}({f.data(x)}, {product(extents(f, x))})", t)
+    return CValue(f"mica_{kernel}_{s}({f.data(x)}, {c_product(extents(f, x))})", t)
 
 
 def device_reduce(f, call: ast.Call) -> CValue:
@@ -60,9 +60,7 @@ def check_sum_rows(a, call, expected):
     return tracked_if(result, t)
 
 
-def lower_sum_rows(f, call: ast.Call) -> CValue:
-    if records(f, call):
-        return recorded(f, call, "sum_rows")
+def plain_sum_rows(f, call: ast.Call) -> CValue:
     t, s, x = host_operand(f, call)
     rows, cols = rows_cols(f, x)
     out = fresh_tensor(f, t, None, call.pos.line, [cols])
@@ -78,6 +76,6 @@ def device_sum_rows(f, call: ast.Call) -> CValue:
     return out
 
 
-define("SumRows", records=True, check=check_sum_rows, lower=lower_sum_rows, device=device_sum_rows,
-       kernels=["sum_rows"], tape={"sum_rows": TapeRecord(["sum_rows"], ["sum_rows_back"])},
+define("SumRows", records=True, check=check_sum_rows, lower=recorded_or("sum_rows", plain_sum_rows),
+       device=device_sum_rows, kernels=["sum_rows"], tape={"sum_rows": TapeRecord(["sum_rows"], ["sum_rows_back"])},
        signature="SumRows(m : [..., C]) : vector[C]", doc="The rows of a tensor of rank 2 or more added together.")

@@ -8,13 +8,9 @@ LastError; the matching calls take the line, to trap on a regex never compiled.
 
 from __future__ import annotations
 
-from .. import ast
-from ..cvalue import CValue
 from ..types import BOOLEAN, REGEX, STRING
-from .registry import define
-from .checking import Lent, check_signature
+from .checking import Lent
 from .library import STRINGS, define_calls
-from .lowering import borrowed_arg
 
 define_calls({
     "Compile": ([STRING, Lent(REGEX)], BOOLEAN, "mica_regex_compile", False,
@@ -28,17 +24,7 @@ define_calls({
     "ReplaceAll": ([REGEX, STRING, STRING], STRING, "mica_regex_replace_all", True,
                    "ReplaceAll(re : regex; s, template : string) : string",
                    "s with every match of re replaced by template, in which $1 is group 1's text and $0 the match."),
+    "FindAll": ([REGEX, STRING], STRINGS, "mica_regex_find_all", True,
+                "FindAll(re : regex; s : string) : array of string",
+                "Every match of re in s, left to right, not overlapping."),
 })
-
-
-def lower_find_all(f, call: ast.Call) -> CValue:
-    """FindAll(re, s): a fresh array of string, filled by the runtime through its fields."""
-    re, s = (borrowed_arg(f, arg) for arg in call.args)
-    matches = f.declare(STRINGS)
-    f.line(f"mica_regex_find_all({re}, {s}, &{matches}.len, &{matches}.e, {call.pos.line});")
-    return CValue(matches, STRINGS, owned=True, lvalue=True)
-
-
-define("FindAll", check=check_signature([REGEX, STRING], STRINGS), lower=lower_find_all,
-       signature="FindAll(re : regex; s : string) : array of string",
-       doc="Every match of re in s, left to right, not overlapping.")

@@ -5,7 +5,7 @@ table by id."""
 from __future__ import annotations
 
 from .. import ast, residency
-from ..ctypes import SUFFIX
+from ..c_types import SUFFIX
 from ..cvalue import CValue, dims_literal, dtype_of
 from ..residency import on_gpu
 from ..types import ERROR, INTEGER, ErrorType, Scalar, Tensor, element_count, element_of, is_tracked, plain
@@ -24,14 +24,15 @@ from .checking import (
     wrong,
 )
 from .lowering import (
-    device_operand,
+    c_product,
+    device_over_matrices,
     extents,
     fresh_tensor,
     host_operand,
     node_result,
     plain_arg,
-    product,
     recorded,
+    recorded_or,
     records,
     rows_cols,
 )
@@ -55,9 +56,7 @@ def check_row_op(a, call, expected):
     return t
 
 
-def lower_softmax(f, call: ast.Call) -> CValue:
-    if records(f, call):
-        return recorded(f, call, "softmax")
+def plain_softmax(f, call: ast.Call) -> CValue:
     t, s, x = host_operand(f, call)
     out = fresh_tensor(f, t, x, call.pos.line)
     rows, cols = vector_rows(f, x)
@@ -83,31 +82,22 @@ def device_rows(f, call: ast.Call) -> CValue:
     return out
 
 
-define("Softmax", records=True, check=check_row_op, lower=lower_softmax, device=device_rows, kernels=["softmax_rows"],
-       tape={"softmax": TapeRecord(["softmax_rows"], ["softmax_back_rows"])},
+define("Softmax", records=True, check=check_row_op, lower=recorded_or("softmax", plain_softmax), device=device_rows,
+       kernels=["softmax_rows"], tape={"softmax": TapeRecord(["softmax_rows"], ["softmax_back_rows"])},
        signature="Softmax(x : tensor) : same shape", doc="The softmax of each row, its maximum subtracted first.")
 
 
-def lower_causal_mask(f, call: ast.Call) -> CValue:
-    if records(f, call):
-        return recorded(f, call, "causal_mask")
+def plain_causal_mask(f, call: ast.Call) -> CValue:
     t, s, x = host_operand(f, call)
     out = fresh_tensor(f, t, x, call.pos.line)
     e = extents(f, x)
-    f.line(f"mica_causal_mask_{s}({out.text}.e, {f.data(x)}, {product(e[:-2])}, {e[-2]}, {e[-1]});")
+    f.line(f"mica_causal_mask_{s}({out.text}.e, {f.data(x)}, {c_product(e[:-2])}, {e[-2]}, {e[-1]});")
     return out
 
 
-def device_causal_mask(f, call: ast.Call) -> CValue:
-    t, x, out = device_operand(f, call)
-    rows, cols = t.shape[-2:]
-    f.launch(f"mica_causal_mask_{SUFFIX[t.element]}", call.pos.line, out=f"{out.text}.ptr",
-                x=f.device_data(x, call.pos.line), batch=t.count // (rows * cols), rows=rows, cols=cols)
-    return out
-
-
-define("CausalMask", records=True, check=check_row_op, lower=lower_causal_mask, device=device_causal_mask,
-       kernels=["causal_mask"], tape={"causal_mask": TapeRecord(["causal_mask"], ["causal_mask_back"])},
+define("CausalMask", records=True, check=check_row_op, lower=recorded_or("causal_mask", plain_causal_mask),
+       device=device_over_matrices("causal_mask", "x"), kernels=["causal_mask"],
+       tape={"causal_mask": TapeRecord(["causal_mask"], ["causal_mask_back"])},
        signature="CausalMask(m : [..., R, C]) : same shape",
        doc="m with the entries above each matrix's diagonal set to -infinity.")
 
@@ -145,7 +135,7 @@ def lower_norm(f, call: ast.Call) -> CValue:
     rows, cols = vector_rows(f, x)
     for p in params:
         if plain(p.type).is_dynamic or plain(x.type).is_dynamic:
-            f.line(f'mica_check_shape({product(extents(f, p))}, {cols}, {call.pos.line}, '
+            f.line(f'mica_check_shape({c_product(extents(f, p))}, {cols}, {call.pos.line}, '
                         '"gain and bias elements");')
     out = fresh_tensor(f, t, x, call.pos.line)
     stats = "NULL, NULL" if kernel == "layernorm" else "NULL"

@@ -5,7 +5,7 @@ with the first's."""
 from __future__ import annotations
 
 from .. import ast
-from ..ctypes import SUFFIX
+from ..c_types import SUFFIX
 from ..cvalue import CValue
 from ..types import ERROR, STRING, VOID, Array, ErrorType, Scalar, Type, plain
 from .checking import arity, wrong

@@ -47,15 +47,9 @@ define_calls({
                    "Whether s begins with p."),
     "EndsWith": ([STRING, STRING], BOOLEAN, "mica_str_ends_with", False, "EndsWith(s, p : string) : boolean",
                  "Whether s ends with p."),
+    "Split": ([STRING, STRING], STRINGS, "mica_str_split", False, "Split(s, sep : string) : array of string",
+              "The fields of s between the separators sep, empty ones kept."),
 })
-
-
-def lower_split(f, call: ast.Call) -> CValue:
-    """Split(s, sep): a fresh array of string, filled by the runtime through its fields."""
-    s, sep = (borrowed_arg(f, arg) for arg in call.args)
-    parts = f.declare(STRINGS)
-    f.line(f"mica_str_split({s}, {sep}, &{parts}.len, &{parts}.e);")
-    return CValue(parts, STRINGS, owned=True, lvalue=True)
 
 
 def lower_join(f, call: ast.Call) -> CValue:
@@ -63,9 +57,6 @@ def lower_join(f, call: ast.Call) -> CValue:
     return CValue(f"mica_str_join({parts}.e, {parts}.len, {sep})", STRING, owned=True)
 
 
-define("Split", check=check_signature([STRING, STRING], STRINGS), lower=lower_split,
-       signature="Split(s, sep : string) : array of string",
-       doc="The fields of s between the separators sep, empty ones kept.")
 define("Join", check=check_signature([STRINGS, STRING], STRING), lower=lower_join,
        signature="Join(parts : array of string; sep : string) : string",
        doc="The parts with sep between them; no parts give ''.")
