@@ -85,23 +85,26 @@ def scan(text: str, at: tuple[int, int, int] = (0, 1, 0)) -> list[Token]:
     """Every token of text, comments included, in order (for the formatter and the
     language server, which keep what the parser skips). `at` is where to start, as
     Parser takes it: the offset, its line and the offset that line starts at."""
+    return list(each_token(text, at))
+
+
+def each_token(text: str, at: tuple[int, int, int] = (0, 1, 0)):
+    """scan's tokens one by one, for a reader that may stop early."""
     offset, line, line_start = at
-    tokens = []
     for match in _TOKEN.finditer(text, offset):
         kind = match.lastgroup
         value = match.group(kind)
         start = match.start(kind)
         if kind == "EOF":
-            break
+            return
         if kind != "newline":
             if kind == "NAME" and value in KEYWORDS or kind == "punct":
                 kind = value
-            tokens.append(Token(kind, value, line, start - line_start + 1, start))
+            yield Token(kind, value, line, start - line_start + 1, start)
         breaks = value.count("\n")
         if breaks:
             line += breaks
             line_start = start + value.rindex("\n") + 1
-    return tokens
 
 
 def parse(text: str) -> ast.Program | ast.Unit:
