@@ -43,7 +43,8 @@ def cmd_check(args) -> int:
             raise
         for d in e.diagnostics:
             print(json.dumps({"file": d.source.name, "line": d.pos.line, "column": d.pos.col,
-                              "code": d.code, "message": d.message}))
+                              "code": d.code, "message": d.message,
+                              "hints": [{"kind": h.kind, "text": h.text} for h in d.hints]}))
         return 1
     return 0
 

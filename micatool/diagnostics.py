@@ -5,6 +5,12 @@ Takes a source file and a position, gives the one text form LANGUAGE.md §9 fixe
     prog.mica:31:14: analyzer error 5119: message
         <the source line>
         <spaces>^
+        = note: why, or where something came from
+        = help: what to do instead
+                (a help's further lines, a program's lines among them, indented under its first)
+
+The first three lines are the contract's; a diagnostic may add any number of
+notes and helps after the caret, the way rustc does.
 
 Code ranges: 1xxx lexical, 2xxx syntax, 3xxx names, 4xxx types,
 5xxx places, borrows and tracked values, 6xxx shapes, 7xxx GPU residency.
@@ -63,12 +69,35 @@ MAX_FILES = 127  # the line is a C int
 
 
 @dataclass(frozen=True)
+class Hint:
+    """A line a diagnostic adds after its caret: a 'note' says why, or where something
+    came from; a 'help' says what to write instead. Its text may run over several
+    lines (a help that shows a few lines of program)."""
+
+    kind: str  # "note" or "help"
+    text: str
+
+    @classmethod
+    def note(cls, text: str) -> Hint:
+        return cls("note", text)
+
+    @classmethod
+    def help(cls, text: str) -> Hint:
+        return cls("help", text)
+
+    def render(self) -> str:
+        label = f"    = {self.kind}: "
+        return label + self.text.replace("\n", "\n" + " " * len(label))
+
+
+@dataclass(frozen=True)
 class Diagnostic:
     source: SourceFile
     pos: Pos
     code: int
     message: str
     file_index: int = 0  # the file's place among a program's files: 0 the program, then its units
+    hints: tuple[Hint, ...] = ()  # shown after the caret, in order
 
     def render(self) -> str:
         head = f"{self.source.name}:{self.pos.line}:{self.pos.col}: analyzer error {self.code}: {self.message}"
@@ -77,7 +106,11 @@ class Diagnostic:
         text = "".join(c if c == "\t" or c.isprintable() else "\ufffd" for c in shown)
         # The caret keeps the source line's tabs so it lines up in any terminal.
         lead = "".join(c if c == "\t" else " " for c in text[: col - 1])
-        return f"{head}\n    {text}\n    {lead}^"
+        return "\n".join([head, f"    {text}", f"    {lead}^"] + [hint.render() for hint in self.hints])
+
+    def message_with_hints(self) -> str:
+        """The message and its hints as one text, for an editor that shows no caret."""
+        return "\n".join([self.message] + [f"{hint.kind}: {hint.text}" for hint in self.hints])
 
 
 # A longer source line shows as this many of its characters around the caret,
@@ -130,20 +163,20 @@ class Reporter:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     _seen: set[tuple[Pos, int, str]] = field(default_factory=set)
 
-    def error(self, pos: Pos, code: int, message: str) -> None:
+    def error(self, pos: Pos, code: int, message: str, hints: tuple[Hint, ...] = ()) -> None:
         if (pos, code, message) not in self._seen:
             self._seen.add((pos, code, message))
-            self.diagnostics.append(self.locate(pos, code, message))
+            self.diagnostics.append(self.locate(pos, code, message, hints))
             if len(self.diagnostics) == MAX_ERRORS:
                 raise CompileError(self.diagnostics, stopped=True)
 
-    def locate(self, pos: Pos, code: int, message: str) -> Diagnostic:
+    def locate(self, pos: Pos, code: int, message: str, hints: tuple[Hint, ...] = ()) -> Diagnostic:
         """The diagnostic at a position of the program's lines: its file and its line there."""
         index = pos.line >> FILE_LINE_BITS
         if not self.units or index > len(self.units):
-            return Diagnostic(self.source, pos, code, message)
+            return Diagnostic(self.source, pos, code, message, hints=hints)
         source = self.units[index - 1] if index else self.source
-        return Diagnostic(source, Pos(pos.line & MAX_FILE_LINES, pos.col), code, message, index)
+        return Diagnostic(source, Pos(pos.line & MAX_FILE_LINES, pos.col), code, message, index, hints)
 
     def line_of(self, pos: Pos) -> str:
         """A position as a message names it: 'line 7', or 'line 7 of tokens.mica' in another file."""

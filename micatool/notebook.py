@@ -23,14 +23,14 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import plot, targets
 from .cache import write_atomically
 from .compile import compile_program
 from .compile.descent import Fallback, Parser
-from .diagnostics import CompileError, Diagnostic, Pos, SourceFile
+from .diagnostics import CompileError, Pos, SourceFile
 
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 LINK = re.compile(r"^!\[[^\]]*\]\([^)]*\)$")
@@ -223,10 +223,10 @@ def run_cell(notebook: Path, number: int, cell: Cell, source: Source, tier: str,
     except CompileError as e:
         if cell.options.refused:
             shown = SourceFile(name, source.text)
-            return str(CompileError([Diagnostic(shown, d.pos, d.code, d.message) if d.source is cell_source else d
+            return str(CompileError([replace(d, source=shown) if d.source is cell_source else d
                                      for d in e.diagnostics], e.stopped)) + "\n"
         whole = SourceFile(str(notebook), notebook.read_text())
-        raise CompileError([Diagnostic(whole, Pos(source.lines[d.pos.line - 1], d.pos.col), d.code, d.message)
+        raise CompileError([replace(d, source=whole, pos=Pos(source.lines[d.pos.line - 1], d.pos.col))
                             if d.source is cell_source else d for d in e.diagnostics], e.stopped) from None
     if cell.options.refused:
         raise NotebookError(f"{notebook}:{cell.program.first + 1}: this cell says `refused`, but it compiles")

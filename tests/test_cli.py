@@ -205,9 +205,12 @@ def test_check_json_is_one_object_per_diagnostic(tmp_path):
     done = micatool("check", "--json", "broken.mica", cwd=tmp_path)
     assert done.returncode == 1
     assert [json.loads(line) for line in done.stdout.splitlines()] == [
-        {"file": "broken.mica", "line": 3, "column": 5, "code": 3001, "message": "unknown name 'x'"},
-        {"file": "broken.mica", "line": 4, "column": 5, "code": 3001, "message": "unknown name 'y'"}]
+        {"file": "broken.mica", "line": 3, "column": 5, "code": 3001, "message": "unknown name 'x'", "hints": []},
+        {"file": "broken.mica", "line": 4, "column": 5, "code": 3001, "message": "unknown name 'y'", "hints": []}]
     assert done.stderr == ""
+    (tmp_path / "untracked.mica").write_text("program P;\nvar w : float64;\nbegin\n    WriteLn(Gradient(w));\nend.\n")
+    done = micatool("check", "--json", "untracked.mica", cwd=tmp_path)
+    assert json.loads(done.stdout)["hints"] == [{"kind": "help", "text": "declare 'w' tracked: 'w : tracked float64'"}]
     (tmp_path / "fine.mica").write_text(HELLO)
     done = micatool("check", "--json", "fine.mica", cwd=tmp_path)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")

@@ -169,5 +169,16 @@ def test_a_file_that_does_not_parse_is_left_untouched(tmp_path, capsys):
     assert "analyzer error 2001: expected ';' before 'y'" in capsys.readouterr().err
 
 
+def test_a_file_that_does_not_lex_is_left_untouched_and_shows_every_slip(tmp_path, capsys):
+    broken = "program Broken;\nbegin\n  WriteLn(1) #;\n  WriteLn(\"two\");\nend.\n"
+    (tmp_path / "broken.mica").write_text(broken)
+    assert main(["fmt", str(tmp_path / "broken.mica")]) == 1
+    assert (tmp_path / "broken.mica").read_text() == broken
+    err = capsys.readouterr().err
+    assert [line.split(": ", 1)[1] for line in err.splitlines() if " analyzer error " in line] == [
+        "analyzer error 1001: unexpected character '#'", "analyzer error 1001: unexpected character '\"'"]
+    assert "    = help: Mica strings are in single quotes: 'two'" in err.splitlines()
+
+
 def test_the_projects_own_files_are_formatted(capsys):
     assert main(["fmt", "--check", *(str(ROOT / folder) for folder in OWN)]) == 0, capsys.readouterr().out

@@ -23,7 +23,7 @@ from micatool.fmt import format_source
 SOURCE = Path(micatool.__file__).parent
 
 # The calls that report a diagnostic, with its code among their arguments.
-REPORTING = {"error", "note_tape_loss", "Diagnostic"}
+REPORTING = {"error", "note_tape_loss", "Diagnostic", "LexicalError"}
 
 # Codes whose page shows no program, and why: a page is a short UTF-8 text.
 NOT_SHOWN = {

@@ -120,6 +120,26 @@ async def test_every_slip_of_a_file_being_typed_is_shown_after_a_change(client, 
     assert [(d.code, d.range.start.line) for d in client.diagnostics[uri]] == [(2003, 2), (2001, 4), (2003, 5)]
 
 
+async def test_every_lexical_slip_and_what_the_analyzer_finds_is_shown_with_its_help(client, tmp_path):
+    text = (Path(__file__).parent / "recovery" / "lexical.mica").read_text()
+    _, diagnostics = await opened(client, tmp_path / "lexical.mica", text)
+    assert [(d.code, d.range.start.line) for d in diagnostics] == [
+        (1001, 5), (1002, 7), (1001, 9), (1001, 10), (4031, 11), (1001, 12), (1001, 12), (1001, 13)]
+    assert diagnostics[2].message == "unexpected character '&'\nhelp: Mica writes 'and' as a word: 'a and b'"
+
+
+async def test_a_help_follows_the_message(client, tmp_path):
+    text = (Path(__file__).parent / "diagnostics" / "5119_address_of_tracked.mica").read_text()
+    _, diagnostics = await opened(client, tmp_path / "p.mica", text)
+    assert [d.message.splitlines() for d in diagnostics] == [[
+        "data type 'tracked matrix[2, 2] of float64' cannot be used in memory operation 'address of' "
+        "(requires addressable)",
+        "note: a tracked place is never lent by 'address': the tape would not see what is written through it",
+        "help: let AdamStep step a plain twin of 'w', and copy the twin into 'w' after each step:",
+        "    var wp : matrix[2, 2] of float64;", "    ...", "    AdamStep(address wp, Gradient(w), ...);",
+        "    w := wp;"]]
+
+
 @pytest.mark.parametrize("rates,where", [
     ("    Rate = 'fast' * 2;", 4),  # found by the analyzer
     ("    Rate 0.1;", 4),  # found while the unit is read, before any analysis
@@ -324,22 +344,23 @@ async def test_inlay_hints_show_each_generic_calls_binding(client, split):
         (26, 26, "<M = 3, N = 3>"), (30, 36, "<N = 3>"), (33, 28, "<M = 3, N = 3>"), (34, 22, "<N = 3>")]
 
 
-async def test_quick_fixes_apply_what_the_diagnostic_suggests(client, tmp_path):
-    text = "program P;\nvar\n    x : integer;\nbegin\n    x = 1;\n    Writeln(x);\nend.\n"
-    uri, diagnostics = await opened(client, tmp_path / "p.mica", text)
-    assert [d.code for d in diagnostics] == [2007, 3001]
+async def fixes(client, path: Path, text: str, line: int) -> list[tuple[str, str, tuple[int, int, int, int]]]:
+    """The quick fixes offered on a line (0-based) of the text: title, new text and range of each."""
+    uri, diagnostics = await opened(client, path, text)
     found = await client.text_document_code_action_async(
-        types.CodeActionParams(text_document=doc(uri), range=lines(4, 4, 9),
+        types.CodeActionParams(text_document=doc(uri), range=lines(line, line, 9),
                                context=types.CodeActionContext(diagnostics=diagnostics)))
-    assert [(a.title, a.edit.changes[uri][0].new_text, span(a.edit.changes[uri][0])) for a in found] == [
-        ("Change '=' to ':='", ":=", (4, 6, 4, 7))]
-    text = "program P;\nvar\n    x : integer;\nbegin\n    x := 1;\n    Writeln(x);\nend.\n"
-    uri, diagnostics = await opened(client, tmp_path / "q.mica", text)
-    found = await client.text_document_code_action_async(
-        types.CodeActionParams(text_document=doc(uri), range=lines(5, 5, 9),
-                               context=types.CodeActionContext(diagnostics=diagnostics)))
-    assert [(a.title, a.edit.changes[uri][0].new_text, span(a.edit.changes[uri][0])) for a in found] == [
-        ("Change to 'WriteLn'", "WriteLn", (5, 4, 5, 11))]
+    return [(a.title, a.edit.changes[uri][0].new_text, span(a.edit.changes[uri][0])) for a in found]
+
+
+@pytest.mark.parametrize("statements,line,fixed", [
+    ("    x = 1;\n    Writeln(x);", 4, [("Change '=' to ':='", ":=", (4, 6, 4, 7))]),
+    ("    x := 1;\n    Writeln(x);", 5, [("Change to 'WriteLn'", "WriteLn", (5, 4, 5, 11))]),
+    ("    x := 1;\n    if x := 1 then WriteLn(x);", 5, [("Change ':=' to '='", "=", (5, 9, 5, 11))]),
+])
+async def test_quick_fixes_apply_what_the_diagnostic_suggests(client, tmp_path, statements, line, fixed):
+    text = f"program P;\nvar\n    x : integer;\nbegin\n{statements}\nend.\n"
+    assert await fixes(client, tmp_path / "p.mica", text, line) == fixed
 
 
 # ---------------------------------------------------------------- any text

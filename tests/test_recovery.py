@@ -5,8 +5,8 @@ checks what did parse, so a type error shows while another line is broken.
 The slips are made in working programs, each on a statement line of its own,
 a few lines apart (an error on the line right after code a repair took out is
 taken for that repair's cascade, and ends the recovery): a missing ';' at the end of a line, '=' for ':=', a stray
-character, a doubled operator. Whatever the file, each slip gives one
-diagnostic and nothing else does."""
+character, a doubled operator, an unterminated string, and two slips from other languages. Whatever the file, each
+slip gives one diagnostic and nothing else does."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from micatool.cli import main
 from micatool.compile import front_end
 from micatool.diagnostics import CompileError, SourceFile
 
@@ -26,6 +27,9 @@ SLIPS = {  # the line with its slip, and the code it must give
     "'=' for ':='": (lambda indent, target, value: f"{indent}{target} = {value};", 2007),
     "a stray character": (lambda indent, target, value: f"{indent}{target} := {value} # 1;", 1001),
     "a doubled operator": (lambda indent, target, value: f"{indent}{target} := * {value};", 2003),
+    "an unterminated string": (lambda indent, target, value: f"{indent}{target} := {value} + 'oops;", 1002),
+    "'&&' for 'and'": (lambda indent, target, value: f"{indent}{target} := {value} && 1;", 1001),
+    "'x += 1'": (lambda indent, target, value: f"{indent}{target} += {value};", 2003),
 }
 
 
@@ -88,6 +92,31 @@ def test_eleven_different_slips_in_one_file():
     got = [(line, code) for line, code in sorted(reported(text))]
     assert got == [(16, 2001), (21, 2007), (22, 2001), (23, 2004), (26, 2006), (27, 2003), (29, 1001), (31, 1002),
                    (33, 2001), (35, 2003), (37, 2001)]
+
+
+def test_every_lexical_slip_is_reported_at_its_place_and_the_rest_is_checked(capsys, monkeypatch):
+    """A bad character is skipped, an unterminated string ends at its line's end, a
+    slip from another language gets its help; the type error on line 12 is still found,
+    and nothing the mends made is reported."""
+    monkeypatch.chdir(TEN)
+    assert main(["check", "lexical.mica"]) == 1
+    assert capsys.readouterr().err == (TEN / "lexical.err").read_text()
+
+
+def test_an_unterminated_comment_is_the_last_lexical_error():
+    text = "program P;\nvar x : integer;\nbegin\n    x := 1 # 2;\n    { never closed\n    x := 2 @ 3;\nend.\n"
+    assert sorted(reported(text)) == [(4, 1001), (5, 1003)]
+    text = text.replace("{", "(*")
+    assert sorted(reported(text)) == [(4, 1001), (5, 1003)]
+
+
+def test_the_hundredth_lexical_slip_ends_the_recovery_with_its_diagnostics():
+    """What an editor gets for a file of 150 slips: the first hundred, no exception."""
+    from micatool.compile.lark_parser import parse_recovering
+
+    text = "program P;\nbegin\n" + "    WriteLn(1) #;\n" * 150 + "end.\n"
+    tree, diagnostics, _ = parse_recovering(SourceFile("many.mica", text))
+    assert tree is None and [(d.pos.line, d.code) for d in diagnostics] == [(n, 1001) for n in range(3, 103)]
 
 
 def test_the_analyzer_checks_what_parsed():

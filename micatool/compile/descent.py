@@ -101,7 +101,7 @@ def scanning(text: str, at: tuple[int, int, int] = (0, 1, 0)) -> Iterator[Token]
         value = match.group(kind)
         start = match.start(kind)
         if kind == "EOF":
-            break
+            return
         if kind != "newline":
             if kind == "NAME" and value in KEYWORDS or kind == "punct":
                 kind = value

@@ -8,6 +8,7 @@ diagnostics: lexical errors 1xxx, syntax errors 2xxx. No later stage sees lark.
 
 from __future__ import annotations
 
+import bisect
 import functools
 from importlib import resources
 from types import SimpleNamespace
@@ -15,11 +16,13 @@ from types import SimpleNamespace
 import lark
 from lark import Token
 
-from ..diagnostics import ELLIPSIS, MAX_ERRORS, CompileError, Diagnostic, Pos, Reporter, SourceFile
+from ..diagnostics import ELLIPSIS, MAX_ERRORS, CompileError, Diagnostic, Hint, Pos, Reporter, SourceFile
 from . import ast
 from .descent import INT64_MAX, KEYWORDS, MAX_NESTING
+from .lexical import at_character, lexical_errors
 from .reparse import Reparser
 from .repair import RepairedText
+from .slips import RETURN_HELP
 
 
 def _grammar() -> str:
@@ -54,9 +57,21 @@ def parse_recovering(source: SourceFile) -> tuple[ast.Program | ast.Unit | None,
     Each error is repaired in a copy of the text (repair.py: the usual fix where
     the error says it, else the statement or declaration around it taken out) and
     the copy parsed again, up to MAX_ERRORS errors. The tree is the repaired
-    text's, None where no repair lets the parse reach the end."""
+    text's, None where no repair lets the parse reach the end, or where the errors
+    reached MAX_ERRORS."""
     reporter = Reporter(source)
     text = RepairedText(source.text)
+    try:
+        return _recover(source, reporter, text)
+    except CompileError as e:  # the reporter's hundredth error
+        return None, e.diagnostics, text
+
+
+def _recover(source: SourceFile, reporter: Reporter, text: RepairedText):
+    lexical = lexical_errors(source.text)
+    for error in lexical:
+        reporter.error(error.pos, error.code, error.message, error.hints)
+    text.mend_lexical(lexical)
     _, builder, parser = _parser()
     last = None
     told = -1
@@ -70,23 +85,29 @@ def parse_recovering(source: SourceFile) -> tuple[ast.Program | ast.Unit | None,
         try:
             program = parser.parse(text.text, changed_from)
         except lark.exceptions.UnexpectedCharacters as e:
-            code = _lexical_error(held, view, e)
-            where = (e.pos_in_stream, code)
-            if held.cascades(text) or where == last:
-                break
-            held.tell(mapped)
-            if code == 1003 or not text.repair_character(e.pos_in_stream):
-                break
+            # The lexical pass mended every other: what stops the lexer is the comment that
+            # runs to the end of the file, already told (and so told again to no effect).
+            error = at_character(view.text, e.pos_in_stream, Pos(e.line, e.column))
+            mapped.error(error.pos, error.code, error.message, error.hints)
+            break
         except lark.exceptions.UnexpectedToken as e:
-            code = _syntax_error(held, view, e, parser.tokens.seen)
+            at = Pos(e.token.line, e.token.column) if e.token.type != "$END" else _end_pos(view)
+            if text.past_unclosed_comment(at):
+                break
+            if e.token.type != "$END" and text.take_out_follow_on(e.token.start_pos):
+                told, last = -1, None  # a mend's doing, taken out untold; each takes out a token or more
+                continue
+            code, mend = _syntax_error(held, view, e, parser.tokens.seen)
             where = (e.token.start_pos, code)  # the same error again: the repair did not take
             if held.cascades(text) or where == last:
                 break
             held.tell(mapped)
-            if e.token.type == "$END" or code == 1003 or not text.repair_token(e.token, code):
+            if mend is not None:
+                text.mend(*mend)
+            elif e.token.type == "$END" or not text.repair_token(e.token, code):
                 break
         except lark.exceptions.UnexpectedEOF as e:  # raised by some lark paths instead of $END tokens
-            if not _reported_unclosed_comment(held, view, None):
+            if text.unclosed_comment is None:
                 held.error(_end_pos(view), 2002, "unexpected end of file" + _expected_text(e.expected))
             if not held.cascades(text):
                 held.tell(mapped)
@@ -107,17 +128,17 @@ class HeldReporter:
     doing, and the recovery stops there instead of reporting it and what follows."""
 
     def __init__(self):
-        self.held: list[tuple[Pos, int, str]] = []
+        self.held: list[tuple[Pos, int, str, tuple[Hint, ...]]] = []
 
-    def error(self, pos: Pos, code: int, message: str) -> None:
-        self.held.append((pos, code, message))
+    def error(self, pos: Pos, code: int, message: str, hints: tuple[Hint, ...] = ()) -> None:
+        self.held.append((pos, code, message, hints))
 
     def cascades(self, text: RepairedText) -> bool:
-        return any(text.taken_out_to is not None and pos.line <= text.taken_out_to + 1 for pos, _, _ in self.held)
+        return any(text.taken_out_to is not None and pos.line <= text.taken_out_to + 1 for pos, *_ in self.held)
 
     def tell(self, reporter) -> None:
-        for pos, code, message in self.held:
-            reporter.error(pos, code, message)
+        for held in self.held:
+            reporter.error(*held)
 
 
 class MappedReporter:
@@ -126,8 +147,8 @@ class MappedReporter:
     def __init__(self, reporter: Reporter, text: RepairedText):
         self.reporter, self.text = reporter, text
 
-    def error(self, pos: Pos, code: int, message: str) -> None:
-        self.reporter.error(self.text.original(pos), code, message)
+    def error(self, pos: Pos, code: int, message: str, hints: tuple[Hint, ...] = ()) -> None:
+        self.reporter.error(self.text.original(pos), code, message, hints)
 
 
 # ---------------------------------------------------------------- errors
@@ -151,23 +172,6 @@ def _check_nesting(reporter: Reporter, tree: lark.Tree) -> None:
         reporter.error(Pos(deepest.meta.line, deepest.meta.column), 2010,
                        f"the program nests more than {MAX_NESTING} levels deep here; split the expression or the "
                        f"blocks into smaller pieces")
-
-
-def _lexical_error(reporter, source: SourceFile, e: lark.exceptions.UnexpectedCharacters) -> int:
-    """Report the character the lexer stopped at; its code."""
-    pos = Pos(e.line, e.column)
-    rest = source.text[e.pos_in_stream:]
-    if rest.startswith("'"):
-        reporter.error(pos, 1002, "unterminated string literal: a string ends with ' on the same line")
-        return 1002
-    if rest.startswith("{") or rest.startswith("(*"):
-        closer = "}" if rest.startswith("{") else "*)"
-        reporter.error(pos, 1003, f"unterminated comment: no closing '{closer}' before the end of the file")
-        return 1003
-    char = rest[:1]
-    shown = repr(char) if char.isprintable() else f"U+{ord(char):04X}"
-    reporter.error(pos, 1001, f"unexpected character {shown}")
-    return 1001
 
 
 _TERMINAL_WORDS = {"NAME": "a name", "INT": "an integer", "FLOAT": "a float", "STRING": "a string",
@@ -208,83 +212,139 @@ def _end_pos(source: SourceFile) -> Pos:
     return source.pos_at(len(source.text.removesuffix("\n").removesuffix("\r")))
 
 
-def _unclosed_paren_comment(text: str) -> int | None:
-    """Where a `(*` comment opens that no `*)` closes. `(` and `*` are tokens of their
-    own, so the lexer cannot see this; a scan that skips strings and other comments can
-    (and need not, in the text of most files, which holds no `(*` at all)."""
-    if "(*" not in text:
-        return None
-    i = 0
-    while i < len(text):
-        two = text[i:i + 2]
-        if text[i] == "'":
-            end = text.find("'", i + 1)
-            while end != -1 and text[end + 1:end + 2] == "'":  # a doubled quote stays inside
-                end = text.find("'", end + 2)
-            i = len(text) if end == -1 else end + 1
-        elif text[i] == "{":
-            end = text.find("}", i)
-            i = len(text) if end == -1 else end + 1
-        elif two == "//":
-            end = text.find("\n", i)
-            i = len(text) if end == -1 else end + 1
-        elif two == "(*":
-            end = text.find("*)", i + 2)
-            if end == -1:
-                return i
-            i = end + 2
-        else:
-            i += 1
-    return None
+# A fix a syntax error's diagnostic names, as repair.RepairedText.mend makes it: the
+# text from one offset to another (of the text parsed) becomes this text.
+Mend = tuple[int, int, str]
 
 
-def _reported_unclosed_comment(reporter: Reporter, source: SourceFile, before: int | None) -> bool:
-    """An unclosed `(*` ahead of a syntax error is the error's cause: say so (1003)."""
-    opened = _unclosed_paren_comment(source.text)
-    if opened is None or (before is not None and opened > before):
-        return False
-    reporter.error(source.pos_at(opened), 1003, "unterminated comment: no closing '*)' before the end of the file")
-    return True
-
-
-def _syntax_error(reporter, source: SourceFile, e: lark.exceptions.UnexpectedToken, seen: list[Token]) -> int:
-    """Report the token the parser could not take; the code it was given. `seen` are
-    the tokens the lexer handed out, the one before e.token among them."""
+def _syntax_error(reporter, source: SourceFile, e: lark.exceptions.UnexpectedToken,
+                  seen: list[Token]) -> tuple[int, Mend | None]:
+    """Report the token the parser could not take; the code it was given, and the mend
+    that fixes it where the diagnostic names one. `seen` are the tokens the lexer
+    handed out, the one before e.token among them."""
     token = e.token
     expected = set(e.expected)
-    if _reported_unclosed_comment(reporter, source, token.start_pos):
-        return 1003
     if token.type == "$END":
         reporter.error(_end_pos(source), 2002, "unexpected end of file" + _expected_text(expected))
-        return 2002
+        return 2002, None
     pos = Pos(token.line, token.column)
     found = _token_text(token)
     if token.type == "NAME" and token.value.lower() in KEYWORDS and token.value not in KEYWORDS:
         reporter.error(pos, 2004, f"'{token.value}' is not a keyword: keywords are lowercase ('{token.value.lower()}')")
-        return 2004
+        return 2004, None
     if token.value == "else" and "SEMICOLON" in expected:
         reporter.error(pos, 2006, "';' before 'else' ends the if statement; remove the ';'")
-        return 2006
+        return 2006, None
     if token.value in KEYWORDS and "NAME" in expected:
         reporter.error(pos, 2005, f"'{token.value}' is a reserved keyword and cannot be used as a name here")
-        return 2005
-    if token.value == "=" and "':='" in {_describe_terminal(t) for t in expected}:
+        return 2005, None
+    if token.value == "=" and _expects(expected, ":="):
         reporter.error(pos, 2007, "'=' compares; assignment is ':='")
-        return 2007
+        return 2007, None
+    slip = _other_language(source, token, expected, seen)
+    if slip is not None:
+        where, code, message, hint, mend = slip
+        reporter.error(where, code, message, (hint,) if hint else ())
+        return code, mend
     if "COLON" in expected and token.type == "NAME" and expected <= {"COLON", "COMMA", "SEMICOLON"}:  # `var x integer`
         reporter.error(pos, 2003, f"expected ':' before {found}: a declaration gives a name its type after ':'")
-        return 2003
-    before = next((t for t in reversed(seen) if t.end_pos <= token.start_pos), None) \
-        if "SEMICOLON" in expected else None  # where a missing ';' belongs: the token before it
+        return 2003, None
+    before = _token_before(seen, token) if "SEMICOLON" in expected else None  # where a missing ';' belongs
     if "SEMICOLON" in expected and token.type != "DOT" and (before is None or before.type != "SEMICOLON"):
         where = Pos(before.end_line, before.end_column) if before is not None else pos
-        reporter.error(where, 2001, f"expected ';' before {found}")
-        return 2001
+        hints = (Hint.help(RETURN_HELP),) if before is not None and before.value == "return" else ()
+        reporter.error(where, 2001, f"expected ';' before {found}", hints)
+        return 2001, None
     if "DOT" in expected and len(expected) == 1:
         reporter.error(pos, 2009, f"expected '.' after the program's final 'end', found {found}")
-        return 2009
+        return 2009, None
     reporter.error(pos, 2003, f"unexpected {found}" + _expected_text(expected))
-    return 2003
+    return 2003, None
+
+
+# Where a statement begins: after one of these (as lark names them).
+_STATEMENT_AFTER = frozenset(["SEMICOLON", "BEGIN", "THEN", "DO", "ELSE", "REPEAT", "TAPE", "TASKS", "END"])
+# The headers whose end a keyword marks, and the keyword; `until` opens a condition too.
+_HEADERS = {"FOR": "do", "WHILE": "do", "IF": "then", "UNTIL": None}
+_HEADER_HELP = {"FOR": "a for loop's header ends with 'do': 'for i := 1 to n do ...'",
+                "WHILE": "a while loop's condition ends with 'do': 'while x < n do ...'",
+                "IF": "an if's condition ends with 'then': 'if x > 0 then ...'"}
+# Tokens that begin a statement and never go on an expression.
+_STATEMENT_STARTS = frozenset(["BEGIN", "IF", "FOR", "WHILE", "REPEAT", "BREAK", "CONTINUE", "EXIT", "TAPE", "TASKS",
+                               "SPAWN"])
+
+
+def _other_language(source: SourceFile, token: Token, expected: set[str], seen: list[Token]):
+    """A slip another language's habits make, at the token the parser could not take:
+    where to report it, its code, message and help, and the mend that fixes it; None
+    for any other error. '==', 'x++' and 'x += 1', ':=' where '=' belongs, and a
+    missing 'do' or 'then'."""
+    text, at, end = source.text, token.start_pos, token.end_pos
+    if token.type == "EQUAL":
+        before = _token_before(seen, token)
+        if before is not None and before.type == "EQUAL" and before.end_pos == at:
+            return (Pos(before.line, before.column), 2003, "unexpected '=='",
+                    Hint.help("Mica compares with one '=': 'x = y'"), (at, end, ""))
+    if token.type in ("PLUS", "MINUS", "STAR", "SLASH") and _expects(expected, ":="):
+        op, follows = token.value, text[end:end + 1]
+        if follows == "=" or follows == op and op in "+-":
+            place = _statement_text(source, seen, token) or "x"
+            # 'x += e' becomes 'x := x + e', its e kept; 'x++' becomes 'x := x + 1'
+            added = "1" if follows == op else ""
+            rest = added or text[end + 1:_line_end(text, end)].split(";")[0].strip() or "..."
+            return (Pos(token.line, token.column), 2003, f"unexpected '{op}{follows}'",
+                    Hint.help(f"Mica has no '{op}{follows}': write '{place} := {place} {op} {rest}'"),
+                    (at, end + 1, f":= {place} {op} {added}"))
+    header = _open_header(seen, token)
+    if header is None:
+        return None
+    if token.value == ":=" and "EQUAL" in expected and header.type != "FOR":
+        return (Pos(token.line, token.column), 2007, "':=' assigns; a condition compares with '='", None,
+                (at, end, "="))
+    keyword, before = _HEADERS[header.type], _token_before(seen, token)
+    # a statement where the header should have ended: one on the next line, or one that
+    # begins with a keyword, an assignment or a call
+    if keyword is not None and (token.type in _STATEMENT_STARTS or token.type == "NAME" and (
+            token.line > before.end_line or text[end:].lstrip(" \t")[:2] in (":=", "(", ";"))):
+        return (Pos(before.end_line, before.end_column), 2003, f"expected '{keyword}' before {_token_text(token)}",
+                Hint.help(_HEADER_HELP[header.type]), (before.end_pos, before.end_pos, f" {keyword}"))
+    return None
+
+
+def _expects(expected: set[str], text: str) -> bool:
+    """Is the token of this text among those the parser expected?"""
+    return f"'{text}'" in {_describe_terminal(t) for t in expected}
+
+
+def _token_before(seen: list[Token], token: Token) -> Token | None:
+    """The token the lexer handed out before `token`."""
+    i = bisect.bisect_right(seen, token.start_pos, key=lambda t: t.end_pos)
+    return seen[i - 1] if i else None
+
+
+def _open_header(seen: list[Token], token: Token) -> Token | None:
+    """The `for`, `while`, `if` or `until` whose header (or condition) `token` is in,
+    not yet closed by its 'do' or 'then'."""
+    for j in range(bisect.bisect_right(seen, token.start_pos, key=lambda t: t.end_pos) - 1, -1, -1):
+        if seen[j].type in _HEADERS:
+            return seen[j]
+        if seen[j].type in _STATEMENT_AFTER:
+            return None
+    return None
+
+
+def _statement_text(source: SourceFile, seen: list[Token], token: Token) -> str | None:
+    """The text of the statement `token` is in, up to it, when that is on one line."""
+    i = bisect.bisect_right(seen, token.start_pos, key=lambda t: t.end_pos)
+    first = next((j + 1 for j in range(i - 1, -1, -1) if seen[j].type in _STATEMENT_AFTER), 0)
+    if first >= i or seen[first].line != token.line:
+        return None
+    return source.text[seen[first].start_pos:token.start_pos].strip()
+
+
+def _line_end(text: str, offset: int) -> int:
+    end = text.find("\n", offset)
+    return len(text) if end == -1 else end
 
 
 # ---------------------------------------------------------------- rules -> AST

@@ -8,6 +8,9 @@ of a line, ':=' for '=', a keyword's case), else the statement or
 declaration around the error taken out (blanked, so every line keeps its
 number). Text is only ever added at the end of a token; `original` gives,
 for a position in the repaired text, the same place in the text as written.
+
+Before any of that, the lexical errors' mends (lexical.py) are made, and a
+syntax error on a line they changed is their doing: `take_out_follow_on`.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import bisect
 
 from ..diagnostics import Pos
 from .descent import Token, scanning
+from .lexical import LexicalError
 
 # Where a statement or declaration begins: after one of these...
 STARTS_AFTER = frozenset([";", "begin", "then", "do", "else", "repeat", "tape", "tasks", "var", "const", "type",
@@ -37,6 +41,8 @@ class RepairedText:
         self.rescan_from: int | None = 0  # the first offset changed since they were scanned (None: nothing was)
         self.rescan_to = 0  # where the changes since end: the text after is as it was, moved by `moved` characters
         self.moved = 0
+        self.mended: set[int] = set()  # the lines a lexical error's mend changed
+        self.unclosed_comment: Pos | None = None  # where a comment opens that runs to the end of the file
 
     def made_up(self, line: int, code: int) -> bool:
         """Might the analyzer's diagnostic be one the repairs made? One on a changed line
@@ -50,16 +56,49 @@ class RepairedText:
         shift = sum(count for col, count in self.inserted.get(pos.line, []) if col < pos.col)
         return Pos(pos.line, pos.col - shift)
 
+    def past_unclosed_comment(self, pos: Pos) -> bool:
+        """Is a position of the repaired text inside the comment that runs to the end of the file?"""
+        at = self.original(pos)
+        return self.unclosed_comment is not None and (at.line, at.col) >= (self.unclosed_comment.line,
+                                                                          self.unclosed_comment.col)
+
     # -- the repairs
 
-    def repair_character(self, offset: int) -> bool:
-        """A character no token begins with (an unterminated string's quote among them):
-        the statement or declaration around it taken out."""
-        self.taken_out_to = None
+    def mend_lexical(self, errors: list[LexicalError]) -> None:
+        """The lexical errors' mends, made before any other repair and before the first
+        parse: the last first, so that each is made where the text as written has it."""
+        for error in reversed(errors):
+            if error.end is None:
+                self.unclosed_comment = error.pos
+            else:
+                self.splice(error.offset, error.end, error.pos.line, error.pos.col, error.text)
+                self.mended.add(error.pos.line)
+        self.changed_from, self.rescan_from, self.rescan_to, self.moved = None, 0, 0, 0  # nothing parsed or scanned yet
+
+    def take_out_follow_on(self, offset: int) -> bool:
+        """A syntax error at the token at `offset` that a lexical mend made: one on a
+        mended line, or at the first token after one. The statement it is in is taken
+        out, from where it begins to where the error's own statement ends (or, after the
+        mended line, to the error's token, which may well begin the next statement).
+        False where the error is none of the mends' doing."""
+        if not self.mended:
+            return False
         tokens, k = self.tokens_at(offset)
         if k is None:
             return False
-        self.take_out(tokens, k)
+        if tokens[k].line in self.mended:
+            end = self.statement_end(tokens, k, 0)
+            stop = tokens[end].offset if end < len(tokens) else len(self.text)
+        elif k > 0 and tokens[k - 1].line in self.mended:
+            stop = len(self.text[:tokens[k].offset].rstrip())  # the mended line's end: the error's own line stays
+        else:
+            return False
+        start = tokens[self.statement_start(tokens, k)[0]].offset
+        if stop <= start:
+            return False
+        self.taken_out = True
+        self.taken_out_to = self.text.count("\n", 0, len(self.text[:stop].rstrip())) + 1
+        self.blank(start, stop)
         return True
 
     def repair_token(self, token, code: int) -> bool:
@@ -86,6 +125,13 @@ class RepairedText:
         else:
             self.take_out(tokens, k)
         return True
+
+    def mend(self, start: int, end: int, text: str) -> None:
+        """The fix a syntax error's diagnostic names: the text from start to end, on one
+        line, becomes `text`."""
+        self.taken_out_to = None
+        line_start = self.text.rfind("\n", 0, start) + 1
+        self.splice(start, end, self.text.count("\n", 0, line_start) + 1, start - line_start + 1, text)
 
     def tokens_at(self, offset: int) -> tuple[list[Token], int | None]:
         """The text's tokens but comments, and the number of the one at offset."""
@@ -126,20 +172,8 @@ class RepairedText:
         if opening is not None and opening >= 2 and tokens[opening - 2].kind in ("procedure", "function"):
             close = self.matching(tokens, opening)
             return tokens[opening + 1].offset, tokens[close].offset
-        start, depth = k, 0  # back to where the statement or declaration begins
-        while start > 0:
-            before = tokens[start - 1]
-            depth += (before.kind in (")", "]")) - (before.kind in ("(", "["))
-            if depth <= 0 and before.kind in STARTS_AFTER:
-                break
-            start -= 1
-        end, depth = k, -depth  # on to where it ends, its brackets closed
-        while end < len(tokens):
-            kind = tokens[end].kind
-            if depth <= 0 and kind in ENDS_BEFORE:
-                break
-            depth += (kind in ("(", "[")) - (kind in (")", "]"))
-            end += 1
+        start, depth = self.statement_start(tokens, k)
+        end = self.statement_end(tokens, k, -depth)  # its brackets closed
         if end == start:
             end += 1  # nothing around it: the token alone
         elif end < len(tokens) and tokens[end].kind == ";":
@@ -148,6 +182,31 @@ class RepairedText:
         if start > 0 and tokens[start - 1].kind in SECTIONS and (end >= len(tokens) or tokens[end].kind != "NAME"):
             start -= 1  # the section held nothing else
         return tokens[start].offset, stop
+
+    @staticmethod
+    def statement_start(tokens: list[Token], k: int) -> tuple[int, int]:
+        """Back from tokens[k] to where its statement or declaration begins: that token's
+        number, and how many brackets more close than open between the two."""
+        start, depth = k, 0
+        while start > 0:
+            before = tokens[start - 1]
+            depth += (before.kind in (")", "]")) - (before.kind in ("(", "["))
+            if depth <= 0 and before.kind in STARTS_AFTER:
+                break
+            start -= 1
+        return start, depth
+
+    @staticmethod
+    def statement_end(tokens: list[Token], k: int, depth: int) -> int:
+        """On from tokens[k], `depth` brackets open, to the token its statement or declaration ends before."""
+        end = k
+        while end < len(tokens):
+            kind = tokens[end].kind
+            if depth <= 0 and kind in ENDS_BEFORE:
+                break
+            depth += (kind in ("(", "[")) - (kind in (")", "]"))
+            end += 1
+        return end
 
     @staticmethod
     def unclosed_bracket(tokens: list[Token], k: int) -> int | None:
@@ -185,11 +244,18 @@ class RepairedText:
         self.text = self.text[:start] + "".join(c if c == "\n" else " " for c in gone) + self.text[end:]
 
     def replace(self, token: Token, text: str) -> None:
-        self.changed(token.offset, len(token.text), len(text))
-        self.lines.add(token.line)
-        if len(text) > len(token.text):
-            self.note_insert(token.line, token.col + len(token.text), len(text) - len(token.text))
-        self.text = self.text[:token.offset] + text + self.text[token.offset + len(token.text):]
+        self.splice(token.offset, token.offset + len(token.text), token.line, token.col, text)
+
+    def splice(self, start: int, end: int, line: int, col: int, text: str) -> None:
+        """The text from start to end, on one line from column col, becomes `text`: what it
+        adds is inserted at the end, and a shorter text is padded with spaces, so the
+        columns after it stay where they were."""
+        grown = len(text) - (end - start)
+        self.changed(start, end - start, max(len(text), end - start))
+        self.lines.add(line)
+        if grown > 0:
+            self.note_insert(line, col + end - start, grown)
+        self.text = self.text[:start] + text + " " * -grown + self.text[end:]
 
     def insert(self, after: Token, text: str) -> None:
         self.lines.add(after.line)
@@ -208,7 +274,9 @@ class RepairedText:
         self.moved += added - removed
 
     def note_insert(self, line: int, col: int, count: int) -> None:
-        self.inserted.setdefault(line, []).append((col, count))
+        """`count` characters were put in at column col of the line: those noted after it move on."""
+        noted = self.inserted.setdefault(line, [])
+        noted[:] = [(c + count if c >= col else c, n) for c, n in noted] + [(col, count)]
 
 
 def moved(tokens: list[Token], was: Token, now: Token) -> list[Token]:

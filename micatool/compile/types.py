@@ -244,6 +244,11 @@ def is_tracked(t: Type) -> bool:
     return isinstance(t, Tracked)
 
 
+def trackable(t: Type) -> bool:
+    """May `tracked` hold a value of this type: a float scalar, or a static-shaped float tensor?"""
+    return isinstance(t, Scalar) and t.is_float or isinstance(t, Tensor) and t.element.is_float and not t.is_dynamic
+
+
 def has_tracked(t: Type) -> bool:
     """Does a value of this type hold tracked places somewhere inside?"""
     if isinstance(t, Tracked):

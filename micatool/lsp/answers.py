@@ -462,7 +462,7 @@ SUGGESTION = re.compile(r"did you mean '([^']+)'\?")
 
 
 def quick_fixes(document: Document, diagnostic: Diagnostic) -> list[Fix]:
-    """The fix a diagnostic names, as an edit: a suggested name, ':=' for '=', a missing
+    """The fix a diagnostic names, as an edit: a suggested name, ':=' for '=' (or '=' for ':='), a missing
     ';', a keyword's case, a ';' before 'else' taken out."""
     line, col = diagnostic.pos.line, diagnostic.pos.col
     token = next((t for t in document.tokens if t.line == line and t.col == col), None)
@@ -475,8 +475,10 @@ def quick_fixes(document: Document, diagnostic: Diagnostic) -> list[Fix]:
             if len(after) == 2 and after[0].kind == "." and after[1].line == line:
                 end = after[1].col + len(after[1].text)
         return [Fix(f"Change to '{new}'", line, col, end, new)]
-    if diagnostic.code == 2007 and token is not None:
+    if diagnostic.code == 2007 and token is not None and token.text == "=":
         return [Fix("Change '=' to ':='", line, col, col + 1, ":=")]
+    if diagnostic.code == 2007 and token is not None and token.text == ":=":  # in a condition
+        return [Fix("Change ':=' to '='", line, col, col + 2, "=")]
     if diagnostic.code == 2001:
         return [Fix("Add ';'", line, col, col, ";")]
     if diagnostic.code == 2004 and token is not None:

@@ -87,7 +87,7 @@ class MicaServer(LanguageServer):
         shown = [self.diagnostic(document, d) for d in own]
         for name, d in others.items():
             shown.append(types.Diagnostic(range=self.range(document, uses_span(document, d)),
-                                          message=f"{name}:{d.pos.line}:{d.pos.col}: {d.message}",
+                                          message=f"{name}:{d.pos.line}:{d.pos.col}: {d.message_with_hints()}",
                                           severity=types.DiagnosticSeverity.Error, code=d.code, source="micatool"))
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=shown,
                                                                               version=self.checked[uri][0]))
@@ -125,7 +125,7 @@ class MicaServer(LanguageServer):
         token = answers.token_at(document.tokens, d.pos.line, d.pos.col)
         length = len(token.text) if token is not None and token.col == d.pos.col else 1
         return types.Diagnostic(range=self.range(document, Span(0, d.pos.line, d.pos.col, d.pos.col + length)),
-                                message=d.message, code=d.code, severity=types.DiagnosticSeverity.Error,
+                                message=d.message_with_hints(), code=d.code, severity=types.DiagnosticSeverity.Error,
                                 source="micatool")
 
     def location(self, document: Document, span: Span) -> types.Location:

@@ -18,9 +18,10 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
-from ...diagnostics import Pos, Reporter, SourceFile
+from ...diagnostics import Hint, Pos, Reporter, SourceFile
 from .. import ast, ops
 from ..ops.checking import CheckContext
+from ..slips import OTHER_NAMES, RETURN_HELP
 from ..symbols import (AmbiguousSymbol, BuiltinSymbol, ConstSymbol, RoutineSymbol, Scope, Symbol, TypeSymbol,
                        UnitSymbol, VarSymbol, uses_scope)
 from ..types import ERROR, FLOAT64, INTEGER, REGEX, SCALARS, STREAM, Record, Type
@@ -99,6 +100,7 @@ class Analyzer:
         self.units: dict[str, UnitSymbol] = {}  # every unit checked so far, by name
         self.visible_units: dict[str, UnitSymbol] = {}  # those the file being checked uses
         self.routine: RoutineSymbol | None = None
+        self.call: ast.Call | None = None  # the call whose arguments are being checked (5119's help names it)
         self.tape_depth = 0
         self.loop_depth = 0
         self.global_vars: list[VarSymbol] = []
@@ -127,9 +129,9 @@ class Analyzer:
         self.calls = Calls(self)
         self.tasks = Tasks(self)
 
-    def error(self, where, code: int, message: str) -> Type:
+    def error(self, where, code: int, message: str, *hints: Hint) -> Type:
         pos = where if isinstance(where, Pos) else where.pos
-        self.reporter.error(pos, code, message)
+        self.reporter.error(pos, code, message, hints)
         return ERROR
 
     def analyze(self, tree: ast.Program | ast.Unit, unit_files: list[UnitFile]) -> Analysis:
@@ -222,7 +224,8 @@ class Analyzer:
         if symbol is not None:
             return symbol
         if e.unit is None:
-            self.error(e, 3001, f"unknown {what} '{ident}'" + self.suggest(ident))
+            self.error(e, 3001, f"unknown {what} '{ident}'" + self.suggest(ident),
+                       *([Hint.help(RETURN_HELP)] if ident == "return" else []))
         elif e.unit != self.unit_name and e.unit not in self.visible_units:
             self.error(e, 3018, f"'{e.unit}' is not a unit this file uses: add it to a uses clause")
         elif e.unit != self.unit_name and ident in self.visible_units[e.unit].scope.names:
@@ -235,6 +238,13 @@ class Analyzer:
                                 + (f"; did you mean '{e.unit}.{close[0]}'?" if close else ""))
         return None
 
+    def declared(self, *operands: ast.Expr) -> tuple[Hint, ...]:
+        """Where the shapes of a mismatch come from: a note for each operand that is a
+        variable or constant, saying its declared type and line."""
+        return tuple(Hint.note(f"'{e.ident}' is declared '{e.symbol.type}' at {self.reporter.line_of(e.symbol.pos)}")
+                     for e in operands if isinstance(e, ast.Name) and isinstance(e.symbol, VarSymbol | ConstSymbol)
+                     and e.symbol.pos.line > 0)
+
     def line_of(self, pos: Pos) -> int:
         """A position's line within its own file (a unit's lines are shifted: units.py)."""
         return self.reporter.locate(pos, 0, "").pos.line
@@ -245,6 +255,8 @@ class Analyzer:
         while scope is not None:
             names.extend(scope.names)
             scope = scope.parent
+        if name in OTHER_NAMES:
+            return f"; did you mean '{OTHER_NAMES[name]}'?"
         lowered = {n.lower(): n for n in names}
         if name.lower() in lowered:
             return f"; did you mean '{lowered[name.lower()]}'? (names are case-sensitive)"

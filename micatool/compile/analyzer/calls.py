@@ -26,16 +26,20 @@ class Calls:
             for arg in e.args:
                 self.a.expressions.expr(arg.value if isinstance(arg, ast.FormatArg) else arg)
             return ERROR
-        if isinstance(symbol, BuiltinSymbol):
-            t = self.builtin_call(e, ops.OPS[name], expected)
-        elif isinstance(symbol, RoutineSymbol):
-            t = self.routine_call(e, symbol)
-        elif isinstance(symbol, TypeSymbol):
-            t = check_conversion(self.a.check_context, e, symbol.type)
-        else:
-            for arg in e.args:
-                self.a.expressions.expr(arg)
-            return self.a.error(e.callee, 4025, f"'{name}' is not a procedure or function")
+        outer, self.a.call = self.a.call, e
+        try:
+            if isinstance(symbol, BuiltinSymbol):
+                t = self.builtin_call(e, ops.OPS[name], expected)
+            elif isinstance(symbol, RoutineSymbol):
+                t = self.routine_call(e, symbol)
+            elif isinstance(symbol, TypeSymbol):
+                t = check_conversion(self.a.check_context, e, symbol.type)
+            else:
+                for arg in e.args:
+                    self.a.expressions.expr(arg)
+                return self.a.error(e.callee, 4025, f"'{name}' is not a procedure or function")
+        finally:
+            self.a.call = outer
         if t is VOID and not statement:
             return self.a.error(e, 4026, f"'{name}' is a procedure and gives no value")
         return t

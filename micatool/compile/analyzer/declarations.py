@@ -6,7 +6,7 @@ from __future__ import annotations
 from .. import ast
 from ..symbols import ConstSymbol, RoutineSymbol, Scope, ShapeVarSymbol, Symbol, TypeSymbol, VarSymbol
 from ..types import ERROR, STREAM, ErrorType, Tensor, Type, has_tracked, is_tracked, plain, storage_bytes
-from .rules import GLOBALS_LIMIT_BYTES, STREAM_ALONE, STREAM_COPIED, not_addressable
+from .rules import GLOBALS_LIMIT_BYTES, STREAM_ALONE, STREAM_COPIED, not_addressable, tracked_parameter
 
 
 class Declarations:
@@ -108,7 +108,7 @@ class Declarations:
                 self.a.error(param, 5102, f"a parameter of type '{t}' holds tracked places; "
                                           "only the program's var section may")
             if by_address and has_tracked(t):
-                self.a.error(param, 5119, not_addressable(t))
+                self.a.error(param, 5119, not_addressable(t), *tracked_parameter(param.name, t))
             if t == STREAM and not by_address:
                 t = self.a.error(param, 5020, STREAM_COPIED.format(
                     f"declare the parameter 'address {param.name} : stream' and lend it with 'address'"))

@@ -349,11 +349,12 @@ class Expressions:
             else:
                 result = shapes.elementwise(lp, rp, op)
         except shapes.ShapeMismatch as why:
+            declared = self.a.declared(e.left, e.right)
             if op == "-":
-                return self.a.error(e, 6007, f"cannot subtract '{rt}' from '{lt}': {why}")
+                return self.a.error(e, 6007, f"cannot subtract '{rt}' from '{lt}': {why}", *declared)
             verb = "multiply" if op == "*" else "add"
             joiner = "by" if op == "*" else "and"
-            return self.a.error(e, 6007, f"cannot {verb} '{lt}' {joiner} '{rt}': {why}")
+            return self.a.error(e, 6007, f"cannot {verb} '{lt}' {joiner} '{rt}': {why}", *declared)
         return Tracked(result) if tracked else result
 
     def integer_product_type(self, e: ast.Binary, lt: Type, rt: Type, lp: Tensor, rp: Tensor) -> Type:
@@ -364,7 +365,7 @@ class Expressions:
         try:
             result = shapes.product_type(lp, rp)
         except shapes.ShapeMismatch as why:
-            return self.a.error(e, 6007, f"cannot multiply '{lt}' by '{rt}': {why}")
+            return self.a.error(e, 6007, f"cannot multiply '{lt}' by '{rt}': {why}", *self.a.declared(e.left, e.right))
         depth = lp.shape[-1]  # a shape variable's binding is checked where the routine is lowered
         if isinstance(depth, int) and depth > shapes.INTEGER_PRODUCT_DEPTH:
             return self.a.error(e, 4022, f"an integer product sums at most {shapes.INTEGER_PRODUCT_DEPTH} "

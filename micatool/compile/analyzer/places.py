@@ -5,7 +5,8 @@ from __future__ import annotations
 from .. import ast, residency
 from ..symbols import ConstSymbol, ShapeVarSymbol, VarSymbol
 from ..types import ERROR, FLOAT32, INTEGER_RANGES, STREAM, ErrorType, Scalar, Tensor, Type, has_tracked, holds_dynamic, plain
-from .rules import FLOAT32_OVERFLOW, STREAM_COPIED, dynamic_storage_roots, indexes_string, is_dynamic_row, not_addressable
+from .rules import (FLOAT32_OVERFLOW, STREAM_COPIED, dynamic_storage_roots, indexes_string, is_dynamic_row,
+                    not_addressable, plain_twin)
 
 
 class Places:
@@ -75,7 +76,7 @@ class Places:
         if isinstance(t, ErrorType):
             return ERROR
         if has_tracked(t):
-            arg.ty = self.a.error(arg, 5119, not_addressable(t))
+            arg.ty = self.a.error(arg, 5119, not_addressable(t), *plain_twin(arg.place, t, self.a.call))
         elif is_dynamic_row(arg.place):
             arg.ty = self.a.error(arg, 5008, "a row of a dynamic matrix has no storage of its own to lend; "
                                              "copy it into a vector variable, or lend the whole matrix")
@@ -123,7 +124,9 @@ class Places:
             return s.shape == t.shape
         return False
 
-    def check_assignable(self, source: Type, target: Type, e: ast.Expr) -> None:
+    def check_assignable(self, source: Type, target: Type, e: ast.Expr, place: ast.Expr | None = None) -> None:
+        """Report why e, of type source, cannot be stored where target is (at `place`, where
+        a statement names it)."""
         if isinstance(source, ErrorType) or isinstance(target, ErrorType):
             return
         if target == STREAM:
@@ -138,7 +141,8 @@ class Places:
             self.a.error(e, 7004, f"'{source}' lives {residency.place_word(source)} and '{target}' "
                                 f"{residency.place_word(target)}; cross with {verb}({residency.argument_text(e)})")
         elif isinstance(s, Tensor) and isinstance(t, Tensor) and s.element == t.element and s.rank == t.rank:
-            self.a.error(e, 6010, f"cannot assign '{source}' to '{target}': the shapes differ")
+            self.a.error(e, 6010, f"cannot assign '{source}' to '{target}': the shapes differ",
+                         *self.a.declared(*([place] if place is not None else []), e))
         elif isinstance(s, Scalar) and s.is_float and isinstance(t, Scalar) and t.is_integer:
             self.a.error(e, 4029, f"cannot assign '{source}' to '{target}': convert with Trunc or Round")
         elif isinstance(s, Scalar) and s.is_numeric and isinstance(t, Scalar) and t.is_numeric:

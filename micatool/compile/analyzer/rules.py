@@ -7,6 +7,7 @@ import math
 import struct
 from dataclasses import fields
 
+from ...diagnostics import Hint
 from .. import ast
 from ..types import STRING, Array, Tensor, Type, is_tracked, plain
 
@@ -27,6 +28,37 @@ STREAM_ALONE = "a stream cannot be {}: it owns an open file, so it lives in a va
 
 def not_addressable(t: Type) -> str:
     return f"data type '{t}' cannot be used in memory operation 'address of' (requires addressable)"
+
+
+NOT_LENT = "a tracked place is never lent by 'address': the tape would not see what is written through it"
+OPTIMIZERS = ("AdamStep", "SgdStep")
+
+
+def plain_twin(place: ast.Expr, t: Type, call: ast.Call) -> tuple[Hint, ...]:
+    """5119's hints where a call is lent a tracked place: the pattern training programs use,
+    a plain twin the call writes, copied into the tracked place after it (which re-adopts it)."""
+    if not is_tracked(t):
+        return ()
+    name = ast.place_text(place)
+    twin = f"{place.ident}p" if isinstance(place, ast.Name) else "twin"
+    callee = call.callee.ident
+    if callee in OPTIMIZERS and isinstance(call.args[0], ast.AddressArg) and call.args[0].place is place:
+        how = f"let {callee} step a plain twin of '{name}', and copy the twin into '{name}' after each step:"
+        lent = f"{callee}(address {twin}, Gradient({name}), ...);"
+    else:
+        how = f"let {callee} write a plain twin of '{name}', and copy the twin into '{name}' after the call:"
+        lent = f"{callee}(address {twin}, ...);"
+    program = "\n".join([how, f"    var {twin} : {plain(t)};", "    ...", f"    {lent}", f"    {name} := {twin};"])
+    return Hint.note(NOT_LENT), Hint.help(program)
+
+
+def tracked_parameter(name: str, t: Type) -> tuple[Hint, ...]:
+    """5119's hints where a parameter is declared 'address' of a tracked type: the two it may mean."""
+    if not is_tracked(t):
+        return ()
+    return (Hint.note(NOT_LENT),
+            Hint.help(f"to write the place, take it plain ('address {name} : {plain(t)}') and lend it a plain twin"),
+            Hint.help(f"to compute with it on the tape, take it by value ('{name} : {t}')"))
 
 
 def count(n: int, word: str) -> str:

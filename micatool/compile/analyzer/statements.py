@@ -30,7 +30,7 @@ class Statements:
         value_type = self.a.expressions.expr(s.value, plain(target_type))
         if isinstance(target_type, ErrorType) or isinstance(value_type, ErrorType):
             return
-        self.a.places.check_assignable(value_type, target_type, s.value)
+        self.a.places.check_assignable(value_type, target_type, s.value, s.target)
         self.a.declarations.note_untracking(s.value, value_type, target_type, f"'{ast.place_text(s.target)}'")
         if has_tracked(target_type) and self.a.tape_depth > 0 \
                 and not isinstance(s.target, ast.Name | ast.Field | ast.Index):

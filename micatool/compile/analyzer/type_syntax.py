@@ -7,7 +7,7 @@ from .. import ast
 from ..symbols import ConstSymbol, ShapeVarSymbol, TypeSymbol
 from ..residency import holds_device
 from ..types import (ERROR, STREAM, Array, Channel, ErrorType, Record, Scalar, Tensor, Tracked, Type, has_tracked,
-                     storage_bytes)
+                     storage_bytes, trackable)
 from .rules import STATIC_LIMIT_BYTES, STREAM_ALONE, TENSOR_CONSTRUCTORS, children
 
 
@@ -67,9 +67,7 @@ class TypeSyntax:
             inner = self.resolve_type(t.inner, new_shape_vars=new_shape_vars, known_shape_vars=known)
             if isinstance(inner, ErrorType):
                 return ERROR
-            if isinstance(inner, Scalar) and inner.is_float:
-                return Tracked(inner)
-            if isinstance(inner, Tensor) and inner.element.is_float and not inner.is_dynamic:
+            if trackable(inner):
                 return Tracked(inner)
             return self.a.error(t, 5101, f"'tracked' needs a float scalar or a static-shaped float tensor, "
                                          f"not '{inner}'")

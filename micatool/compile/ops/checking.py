@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...diagnostics import Hint
 from .. import ast, residency
 from ..types import ERROR, FLOAT64, INTEGER, STREAM, STRING, ErrorType, Scalar, Tensor, Tracked, Type, is_tracked, plain
 
@@ -53,8 +54,8 @@ class CheckContext:
         """The type two numbers join to, as arithmetic joins them."""
         return self._analyzer.expressions.promote(a, b, ea, eb)
 
-    def error(self, where, code: int, message: str) -> Type:
-        return self._analyzer.error(where, code, message)
+    def error(self, where, code: int, message: str, *hints: Hint) -> Type:
+        return self._analyzer.error(where, code, message, *hints)
 
     @property
     def in_window(self) -> bool:

@@ -4,10 +4,11 @@ as on host ones (lower/tape.py)."""
 
 from __future__ import annotations
 
+from ...diagnostics import Hint
 from .. import ast
 from ..cvalue import CValue
 from ..symbols import VarSymbol
-from ..types import ERROR, VOID, ErrorType, Scalar, Tensor, Type, is_tracked, plain
+from ..types import ERROR, VOID, ErrorType, Scalar, Tensor, Type, is_tracked, plain, trackable
 from .registry import define
 from .checking import arity
 from .lowering import NOTHING
@@ -21,7 +22,10 @@ def _tracked_place(a, call, arg) -> tuple[Type, object]:
     root = ast.root_name(arg)
     symbol = root.symbol if root is not None else None
     if not is_tracked(t) or not isinstance(symbol, VarSymbol):
-        a.error(arg, 5110, f"'{call.callee.ident}' needs a tracked place (a variable, field or element), found '{t}'")
+        untracked = isinstance(arg, ast.Name) and isinstance(symbol, VarSymbol) and symbol.role != "param" \
+            and trackable(t)  # a variable declared without the 'tracked' it needs
+        a.error(arg, 5110, f"'{call.callee.ident}' needs a tracked place (a variable, field or element), found '{t}'",
+                *([Hint.help(f"declare '{arg.ident}' tracked: '{arg.ident} : tracked {t}'")] if untracked else []))
         return ERROR, None
     if symbol.role == "param":
         a.error(arg, 5110, f"'{call.callee.ident}' needs a tracked place of a variable; '{root.ident}' is a parameter")
