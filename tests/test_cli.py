@@ -277,7 +277,8 @@ def screen_lines(shown: str) -> set[str]:
     return {line.rstrip() for line in re.split(r"[\r\n]", plain) if line.strip()}
 
 
-def test_long_steps_show_progress_on_a_terminal_and_nowhere_else(hello, tmp_path):
+def test_a_spinner_shows_on_a_terminal_only(hello, tmp_path):
+    """Not with --quiet, not under CI, not on a pipe, where a quick build says nothing."""
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     code, shown = in_a_terminal(["build", str(hello), "-o", str(tmp_path / "app")], env)
     assert code == 0 and "compiling for x86_64-linux (checked)" in shown
@@ -287,6 +288,21 @@ def test_long_steps_show_progress_on_a_terminal_and_nowhere_else(hello, tmp_path
     assert (code, shown) == (0, "")
     done = micatool("build", str(hello), "-o", str(tmp_path / "app"))
     assert (done.returncode, done.stderr) == (0, "")
+
+
+def test_on_a_pipe_a_long_step_says_when_it_starts_and_how_long_it_took(capsys, monkeypatch):
+    """A quick step (no `done`) says nothing there; --quiet silences a long one too."""
+    from micatool import progress
+
+    with progress.step("fetching the base b", done="fetched the base b"), progress.step("writing b.tar"):
+        pass
+    assert re.fullmatch(r"micatool: fetching the base b\nmicatool: fetched the base b in [0-9]+\.[0-9] s\n",
+                        capsys.readouterr().err)
+    monkeypatch.setattr(progress, "_quiet", False)
+    progress.silence()
+    with progress.step("fetching the base b", done="fetched the base b"):
+        pass
+    assert capsys.readouterr().err == ""
 
 
 def test_a_first_builds_hint_is_whole_on_an_80_column_terminal(hello, tmp_path):
