@@ -224,7 +224,8 @@ def register_qemu_aarch64() -> None:
     try:
         (BINFMT / "register").write_text(QEMU_CONF.read_text().strip() + "\n")
     except OSError as e:
-        raise Unavailable(f"cannot register {QEMU_CONF} with binfmt_misc: {e}")
+        if qemu_handler() is None:  # else another session (an xdist worker) registered it meanwhile
+            raise Unavailable(f"cannot register {QEMU_CONF} with binfmt_misc: {e}")
 
 
 def check_handler(text: str | None) -> None:
