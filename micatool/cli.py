@@ -136,8 +136,7 @@ def cmd_image(args) -> int:
         binaries[target.platform] = _build_binary(program, target, "fast", None).read_bytes()
     base = None
     if args.base:
-        with progress.step(f"reading the base {args.base}"):
-            base = bases.load_base(args.base, sorted(binaries))
+        base = bases.load_base(args.base, sorted(binaries))
     notes = image.source_metadata(Path(args.program))
     built = image.build_image(binaries, args.tag, None, "app", base, {**notes, **labels}, {**notes, **annotations})
     if output:
@@ -149,7 +148,7 @@ def cmd_image(args) -> int:
         print(f"  {platform}: manifest {part.manifest_digest}, layer {part.layer_size} bytes, "
               f"image {part.image_size} bytes")
     if args.push:
-        with progress.step(f"pushing {args.push}"):
+        with progress.step(f"pushing {args.push}", done=f"pushed {args.push}"):
             pushed = registry.push_image(built, args.push, args.overwrite)
         done = "already there" if pushed.unchanged else f"{pushed.uploaded} blob(s) sent, {pushed.present} present"
         print(f"pushed {args.push}: {pushed.reference} ({done})")

@@ -7,6 +7,11 @@ Gives two session fixtures:
   arm64_emulation  qemu's aarch64 binfmt handler registered (package
                    qemu-user-static), so linux/arm64 containers run on x86_64.
 
+and one per test, docker_held: what the test makes Docker hold (images it
+loads, builds or pulls, containers it runs), removed when the test ends,
+passed or failed; a module's fixture holds its own with holding(). The suite
+leaves Docker's store as it found it.
+
 Everything here needs root on Debian. When a step cannot be done, the tests
 that use a fixture skip with the step's reason; with MICA_REQUIRE_DOCKER=1
 (for machines known to run Docker) they fail instead, so a broken setup never
@@ -15,13 +20,17 @@ passes quietly.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 import pathlib
 import platform
+import re
 import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -128,6 +137,68 @@ def docker_daemon():
         stop(proc)
 
 
+# ---------------------------------------------------------------- what the tests leave in Docker's store
+
+
+def docker(*args: str, timeout: float = 180, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+_containers = itertools.count()
+
+
+class Held:
+    """The images and containers a test makes Docker hold, each named here before
+    or as it is made, so that remove() finds them however the test ended."""
+
+    def __init__(self):
+        self.images: list[str] = []
+        self.containers: list[str] = []
+
+    def image(self, ref: str) -> str:
+        """`ref`, which the caller is about to build, pull or tag."""
+        self.images.append(ref)
+        return ref
+
+    def load(self, tarball) -> subprocess.CompletedProcess:
+        """`docker load`, holding every image it names."""
+        done = docker("load", "-i", str(tarball))
+        self.images += re.findall(r"^Loaded image(?: ID)?: (\S+)$", done.stdout, re.M)
+        return done
+
+    def container(self) -> str:
+        """A name for a container the caller is about to run: removed even if it still runs
+        (a `docker run --rm` whose client timed out leaves it running)."""
+        name = f"mica-test-{os.getpid()}-{next(_containers)}"
+        self.containers.append(name)
+        return name
+
+    def run(self, ref: str, *extra: str) -> subprocess.CompletedProcess:
+        """docker run, never pulling and with no network: the image must be local."""
+        return docker("run", "--rm", "--name", self.container(), "--pull", "never", "--network", "none", *extra, ref)
+
+    def remove(self) -> None:
+        if self.containers:
+            docker("rm", "-f", *self.containers)
+        if self.images:
+            docker("rmi", "-f", *self.images)
+
+
+@contextlib.contextmanager
+def holding() -> Iterator[Held]:
+    held = Held()
+    try:
+        yield held
+    finally:
+        held.remove()
+
+
+@pytest.fixture
+def docker_held(docker_daemon) -> Iterator[Held]:
+    with holding() as held:
+        yield held
+
+
 # ---------------------------------------------------------------- arm64 through qemu
 
 
@@ -153,7 +224,8 @@ def register_qemu_aarch64() -> None:
     try:
         (BINFMT / "register").write_text(QEMU_CONF.read_text().strip() + "\n")
     except OSError as e:
-        raise Unavailable(f"cannot register {QEMU_CONF} with binfmt_misc: {e}")
+        if qemu_handler() is None:  # else another session (an xdist worker) registered it meanwhile
+            raise Unavailable(f"cannot register {QEMU_CONF} with binfmt_misc: {e}")
 
 
 def check_handler(text: str | None) -> None:

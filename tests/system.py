@@ -7,6 +7,8 @@ tests that need it give when they skip.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import re
@@ -35,6 +37,15 @@ def sh(args: list[str], timeout: float = 60, env: dict | None = None, cwd=None) 
     return done.returncode, done.stdout
 
 
+@contextlib.contextmanager
+def apt_turn():
+    """One apt-get at a time among the test processes (pytest-xdist's workers, a second
+    session): apt refuses to run beside another rather than wait for it."""
+    with open(Path(tempfile.gettempdir()) / "mica-tests-apt.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def apt_update(force: bool = False) -> None:
     """apt-get update, once a session (again with `force`: after adding an architecture)."""
     global _apt_updated
@@ -43,7 +54,8 @@ def apt_update(force: bool = False) -> None:
     if not shutil.which("apt-get"):
         raise Unavailable("no apt-get on this machine")
     if force or not _apt_updated:
-        sh(["apt-get", "update"], timeout=300, env=APT_ENV)
+        with apt_turn():
+            sh(["apt-get", "update"], timeout=300, env=APT_ENV)
         _apt_updated = True
 
 
@@ -53,8 +65,9 @@ def apt_install(*packages: str) -> None:
         apt_update()
     except Unavailable as e:
         raise Unavailable(f"{' '.join(packages)} missing: {e}") from None
-    rc, out = sh(["apt-get", "install", "-y", "--no-install-recommends", *packages],
-                 timeout=900, env=APT_ENV)
+    with apt_turn():
+        rc, out = sh(["apt-get", "install", "-y", "--no-install-recommends", *packages],
+                     timeout=900, env=APT_ENV)
     if rc != 0:
         raise Unavailable(f"apt-get install {' '.join(packages)} failed: {tail(out)}")
 

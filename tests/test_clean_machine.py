@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from helpers import EXAMPLES, ROOT, run
+from micatool import targets
 
 TESTS = Path(__file__).resolve().parent
 
@@ -147,7 +148,7 @@ def installed_wheel(distributions: Path, tmp_path_factory) -> Path:
 @pytest.mark.slow
 def test_every_tier_is_the_same_bytes_in_two_fresh_caches(tmp_path):
     """Each cache starts empty, zig's own included, so each builds musl and
-    the runtime itself: the binaries must not record where either lived."""
+    the runtime itself, saying so on its pipe: the binaries must not record where either lived."""
     program = EXAMPLES / "words" / "words.mica"
 
     def build_all(cache: str) -> dict[str, bytes]:
@@ -158,6 +159,9 @@ def test_every_tier_is_the_same_bytes_in_two_fresh_caches(tmp_path):
             done = subprocess.run([sys.executable, "-m", "micatool", "build", "--tier", tier, str(program),
                                    "-o", str(binary)], env=env, capture_output=True, text=True, timeout=900)
             assert done.returncode == 0, done.stderr
+            runtime = re.escape(f"the runtime for {targets.native().name} ({tier})")
+            assert re.fullmatch(f"micatool: building {runtime}; a target's first build takes about a minute\n"
+                                f"micatool: built {runtime} in [0-9]+\\.[0-9] s\n", done.stderr), done.stderr
             out[tier] = binary.read_bytes()
         return out
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -28,8 +29,18 @@ def micatool(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
                           timeout=300)
 
 
+@pytest.fixture(scope="session")
+def runtime_built():
+    """This machine's runtime at the checked tier, so that a test's build of hello is
+    quick and says nothing, whichever test runs first on an empty cache."""
+    from micatool import targets
+    from micatool.link.build import runtime_library
+
+    runtime_library(targets.native(), "checked")
+
+
 @pytest.fixture
-def hello(tmp_path) -> Path:
+def hello(tmp_path, runtime_built) -> Path:
     path = tmp_path / "hello.mica"
     path.write_text(HELLO)
     return path
@@ -238,8 +249,9 @@ def test_an_output_in_a_missing_folder_is_an_error_as_ccs_is(hello, tmp_path):
                            f"the folder '{tmp_path / 'no' / 'such'}' does not exist\n")
 
 
-def in_a_terminal(args: list[str], env: dict) -> tuple[int, str]:
-    """Run micatool with standard error on a pseudo-terminal; what it showed there."""
+def in_a_terminal(args: list[str], env: dict, stop_at: str | None = None) -> tuple[int, str]:
+    """Run micatool with standard error on a pseudo-terminal; what it showed there.
+    Once it has shown `stop_at`, it is sent SIGTERM."""
     import pty
 
     leader, follower = pty.openpty()
@@ -255,11 +267,21 @@ def in_a_terminal(args: list[str], env: dict) -> tuple[int, str]:
         if not chunk:
             break
         shown += chunk
+        if stop_at is not None and stop_at.encode() in shown:
+            process.send_signal(signal.SIGTERM)
+            stop_at = None
     os.close(leader)
     return process.wait(timeout=300), shown.decode(errors="replace")
 
 
-def test_long_steps_show_progress_on_a_terminal_and_nowhere_else(hello, tmp_path):
+def screen_lines(shown: str) -> set[str]:
+    """The lines a terminal showed, without the escapes that drew and erased them."""
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "\n", re.sub(r"\x1b\[[0-9;]*m", "", shown))  # colours, then moves
+    return {line.rstrip() for line in re.split(r"[\r\n]", plain) if line.strip()}
+
+
+def test_a_spinner_shows_on_a_terminal_only(hello, tmp_path):
+    """Not with --quiet, not under CI, not on a pipe, where a quick build says nothing."""
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     code, shown = in_a_terminal(["build", str(hello), "-o", str(tmp_path / "app")], env)
     assert code == 0 and "compiling for x86_64-linux (checked)" in shown
@@ -271,9 +293,44 @@ def test_long_steps_show_progress_on_a_terminal_and_nowhere_else(hello, tmp_path
     assert (done.returncode, done.stderr) == (0, "")
 
 
+def test_on_a_pipe_a_long_step_says_when_it_starts_and_how_long_it_took(capsys, monkeypatch):
+    """A quick step (no `done`) says nothing there; --quiet silences a long one too."""
+    from micatool import progress
+
+    with progress.step("fetching the base b", done="fetched the base b"), progress.step("writing b.tar"):
+        pass
+    assert re.fullmatch(r"micatool: fetching the base b\nmicatool: fetched the base b in [0-9]+\.[0-9] s\n",
+                        capsys.readouterr().err)
+    monkeypatch.setattr(progress, "_quiet", False)
+    progress.silence()
+    with progress.step("fetching the base b", done="fetched the base b"):
+        pass
+    assert capsys.readouterr().err == ""
+
+
+def test_a_first_builds_hint_is_whole_on_an_80_column_terminal(hello, tmp_path):
+    """An empty cache: the runtime's step and its hint on a terminal 80 columns wide
+    (rich's width, from COLUMNS), each whole on a line that fits; stopped once shown."""
+    from micatool import targets
+
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env.update(COLUMNS="80", MICA_CACHE_DIR=str(tmp_path / "cache"))
+    hint = "a target's first build takes about a minute"
+    code, shown = in_a_terminal(["build", str(hello), "-o", str(tmp_path / "app")], env, stop_at=hint)
+    assert code == 128 + signal.SIGTERM
+    lines = screen_lines(shown)
+    assert hint in {line.strip() for line in lines}
+    step = f"building the runtime for {targets.native().name} (checked)"
+    assert any(re.fullmatch(rf". {re.escape(step)} +0:00:\d\d", line) for line in lines), lines
+    assert max(map(len, lines)) <= 80 and "\u2026" not in shown
+
+
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
 def test_a_stopped_build_leaves_nothing_in_the_temporary_folder(hello, tmp_path, stop):
-    """SIGTERM or Ctrl-C during a cold build (its own cache: the runtime takes seconds)."""
+    """SIGTERM or Ctrl-C during a cold build (its own cache: the runtime takes seconds),
+    which has said, on a pipe, what it started and no more."""
+    from micatool import targets
+
     temp = tmp_path / "tmp"
     temp.mkdir()
     env = dict(os.environ, TMPDIR=str(temp), MICA_CACHE_DIR=str(tmp_path / "cache"))
@@ -285,7 +342,8 @@ def test_a_stopped_build_leaves_nothing_in_the_temporary_folder(hello, tmp_path,
     assert any(temp.glob("mica-*")), "the build made no folder to stop it in"
     build.send_signal(stop)
     assert build.wait(timeout=120) == 128 + stop
-    assert build.stderr.read() == ""
+    assert build.stderr.read() == (f"micatool: building the runtime for {targets.native().name} (checked); "
+                                   "a target's first build takes about a minute\n")
     assert list(temp.iterdir()) == [] and not (tmp_path / "app").exists()
 
 

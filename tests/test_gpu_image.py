@@ -11,6 +11,7 @@ entrypoint runs as its user with that folder as its whole file system
 from __future__ import annotations
 
 import io
+import os
 import json
 import shutil
 import subprocess
@@ -18,19 +19,18 @@ import tarfile
 
 import pytest
 
-from docker_env import arm64_emulation, docker_daemon, skopeo  # noqa: F401 (fixtures)
+from docker_env import arm64_emulation, docker_daemon, docker_held, skopeo  # noqa: F401 (fixtures)
 from fake_driver import build_fake_driver
 from glibc_base import BASE_ENV, BASE_USER, glibc_base, run_in_root, unpack_layers  # noqa: F401 (fixture)
 from helpers import EXAMPLES
 from static_hello import hello_binaries  # noqa: F401 (fixture)
-from test_image import docker, run_container
 from micatool.cli import _build_binary, main
 from micatool import targets
 from micatool.compile import compile_program, load_source
 from micatool.link import bases, image, size
 
 PROGRAM = EXAMPLES / "gpu" / "gpu.mica"
-TAG = "mica-test/gpu:1"
+TAG = f"mica-test/gpu:{os.getpid()}"  # its own: another session (or xdist worker) loads its own
 EPOCH = "1700000000"
 MULTIARCH = {"linux/amd64": "x86_64-linux-gnu", "linux/arm64": "aarch64-linux-gnu"}
 ZIG_GNU = {"linux/amd64": "x86_64-linux-gnu.2.28", "linux/arm64": "aarch64-linux-gnu.2.28"}
@@ -57,8 +57,18 @@ def fake_drivers(tmp_path_factory):
     return drivers
 
 
-def build_binary(program, target: str) -> bytes:
-    return _build_binary(compile_program(load_source(str(program))), targets.resolve(target), "fast", None).read_bytes()
+def build_binaries(program) -> dict[str, bytes]:
+    """The program's binary per platform, as `image` builds them."""
+    compiled = compile_program(load_source(str(program)))
+    return {platform: _build_binary(compiled, targets.resolve(platform), "fast", None).read_bytes()
+            for platform in ("linux/amd64", "linux/arm64")}
+
+
+@pytest.fixture(scope="module")
+def gpu_binaries() -> dict[str, bytes]:
+    """examples/gpu's binaries, built before a test that reads what `image` says, which
+    would otherwise begin with a first build's lines."""
+    return build_binaries(PROGRAM)
 
 
 def members(path) -> dict[str, bytes]:
@@ -164,7 +174,7 @@ def test_a_gpu_program_without_a_base_is_told_which_to_pass(tmp_path, capsys):
     assert not (tmp_path / "x.tar").exists()
 
 
-def test_a_base_without_the_platform_is_refused(tmp_path, capsys, glibc_base):
+def test_a_base_without_the_platform_is_refused(tmp_path, capsys, glibc_base, gpu_binaries):
     """An OCI layout whose index.json names only the amd64 manifest: the arm64 build has nothing to stand on."""
     partial = tmp_path / "partial"
     shutil.copytree(glibc_base.layout, partial)
@@ -175,7 +185,7 @@ def test_a_base_without_the_platform_is_refused(tmp_path, capsys, glibc_base):
                                        "(it has: linux/amd64)\n")
 
 
-def test_a_base_without_libc_lacks_the_loader(tmp_path, capsys, hello_binaries):
+def test_a_base_without_libc_lacks_the_loader(tmp_path, capsys, hello_binaries, gpu_binaries):
     """A FROM scratch image of a static binary has no C library to lend."""
     scratch = tmp_path / "scratch.tar"
     image.write_image({"linux/amd64": hello_binaries["linux/amd64"].read_bytes()}, "scratch:1", scratch)
@@ -204,9 +214,8 @@ def test_the_gpu_images_fit_their_budgets(gpu_image, glibc_base, tmp_path, capsy
     measured = {}
     for program in (PROGRAM, EXAMPLES / "gpu" / "gpt.mica"):
         name = size.program_name(program)
-        built = image.build_image(
-            {p: build_binary(program, t) for p, t in (("linux/amd64", "x86_64-linux"), ("linux/arm64", "aarch64-linux"))},
-            "mica/budget:1", 0, base=bases.load_base(str(glibc_base.layout), ["linux/amd64", "linux/arm64"]))
+        built = image.build_image(build_binaries(program), "mica/budget:1", 0,
+                                  base=bases.load_base(str(glibc_base.layout), ["linux/amd64", "linux/arm64"]))
         for platform, part in built.platforms.items():
             target = size.canonical_target(platform.split("/")[1])
             measured.setdefault(f"{name} layer", {})[target] = part.layer_size
@@ -217,14 +226,11 @@ def test_the_gpu_images_fit_their_budgets(gpu_image, glibc_base, tmp_path, capsy
 
 
 @pytest.mark.docker
-def test_docker_loads_and_runs_the_gpu_tarball(gpu_image, fake_drivers, docker_daemon):
+def test_docker_loads_and_runs_the_gpu_tarball(gpu_image, fake_drivers, docker_held):
     """The tarball's docker-load view with the base's gzip layers; the driver mounted as the toolkit would."""
-    done = docker("load", "-i", str(gpu_image))
+    done = docker_held.load(gpu_image)
     assert done.returncode == 0, done.stderr
-    try:
-        done = run_container(TAG + "-amd64", "--platform", "linux/amd64",
-                             "-v", f"{fake_drivers['linux/amd64']}:/usr/lib/x86_64-linux-gnu/libcuda.so.1:ro")
-        assert done.returncode == 0, done.stderr
-        host_digits(done.stdout)
-    finally:
-        docker("rmi", "-f", TAG, TAG + "-amd64", TAG + "-arm64")
+    done = docker_held.run(TAG + "-amd64", "--platform", "linux/amd64",
+                           "-v", f"{fake_drivers['linux/amd64']}:/usr/lib/x86_64-linux-gnu/libcuda.so.1:ro")
+    assert done.returncode == 0, done.stderr
+    host_digits(done.stdout)

@@ -17,7 +17,7 @@ import tarfile
 
 import pytest
 
-from docker_env import arm64_emulation, docker_daemon, skopeo  # noqa: F401 (fixtures)
+from docker_env import arm64_emulation, docker, docker_daemon, docker_held, holding, skopeo  # noqa: F401 (fixtures)
 from micatool.link import image
 from micatool.link.image import ImageError, load_image, write_image
 from static_hello import HELLO_LINE, hello_binaries  # noqa: F401 (fixtures)
@@ -219,23 +219,13 @@ def test_skopeo_reads_the_layout_and_keeps_digests(tarball, skopeo, tmp_path):
 # ---------------------------------------------------------------- with Docker
 
 
-def docker(*args: str, timeout: float = 180, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run(["docker", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
-
-
-def run_container(ref: str, *extra: str) -> subprocess.CompletedProcess:
-    """docker run, never pulling and with no network: the image must be local."""
-    return docker("run", "--rm", "--pull", "never", "--network", "none", *extra, ref)
-
-
 @pytest.fixture(scope="module")
 def loaded(docker_daemon, tarball):
     """The hello tarball after `docker load`; its tags are removed afterwards."""
-    done = docker("load", "-i", str(tarball[0]))
-    assert done.returncode == 0, done.stderr
-    yield done.stdout
-    docker("rmi", "-f", TAG, TAG + "-amd64", TAG + "-arm64")
+    with holding() as held:
+        done = held.load(tarball[0])
+        assert done.returncode == 0, done.stderr
+        yield done.stdout
 
 
 @pytest.mark.docker
@@ -250,38 +240,36 @@ def test_docker_load_names_every_platform(loaded, tarball):
 
 
 @pytest.mark.docker
-def test_amd64_container_prints_as_nobody(loaded):
-    done = run_container(TAG + "-amd64", "--platform", "linux/amd64")
+def test_amd64_container_prints_as_nobody(loaded, docker_held):
+    done = docker_held.run(TAG + "-amd64", "--platform", "linux/amd64")
     assert done.returncode == 0, done.stderr
     assert done.stdout == NOBODY
 
 
 @pytest.mark.docker
-def test_arm64_container_prints_through_qemu(loaded, arm64_emulation):
-    done = run_container(TAG + "-arm64", "--platform", "linux/arm64")
+def test_arm64_container_prints_through_qemu(loaded, arm64_emulation, docker_held):
+    done = docker_held.run(TAG + "-arm64", "--platform", "linux/arm64")
     assert done.returncode == 0, done.stderr
     assert done.stdout == NOBODY
 
 
 @pytest.mark.docker
-def test_image_has_no_shell(loaded):
-    done = run_container(TAG, "--entrypoint", "/bin/sh")
+def test_image_has_no_shell(loaded, docker_held):
+    done = docker_held.run(TAG, "--entrypoint", "/bin/sh")
     assert done.returncode != 0
     assert "no such file" in done.stderr.lower()
 
 
 @pytest.mark.docker
-def test_load_image_gives_tags_and_host_default(docker_daemon, hello_binaries, tmp_path):
+def test_load_image_gives_tags_and_host_default(docker_held, hello_binaries, tmp_path):
     tag = f"mica-test-sdk:{os.getpid()}"  # its own tag: removing it spares `loaded`
     write_image(read_binaries(hello_binaries), tag, tmp_path / "sdk.tar")
+    for ref in (tag, tag + "-amd64", tag + "-arm64"):
+        docker_held.image(ref)
     tags = load_image(tmp_path / "sdk.tar")
-    try:
-        assert sorted(tags) == sorted([tag, tag + "-amd64", tag + "-arm64"])
-        host = image.DAEMON_ARCH[docker("info", "--format", "{{.Architecture}}").stdout.strip()]
-        assert docker("image", "inspect", "--format", "{{.Architecture}}",
-                      tag).stdout.strip() == host
-    finally:
-        docker("rmi", "-f", *tags)
+    assert sorted(tags) == sorted([tag, tag + "-amd64", tag + "-arm64"])
+    host = image.DAEMON_ARCH[docker("info", "--format", "{{.Architecture}}").stdout.strip()]
+    assert docker("image", "inspect", "--format", "{{.Architecture}}", tag).stdout.strip() == host
 
 
 def scratch_context(tmp_path, hello_binaries) -> pathlib.Path:
@@ -295,18 +283,15 @@ def scratch_context(tmp_path, hello_binaries) -> pathlib.Path:
 
 
 @pytest.mark.docker
-def test_dockerfile_scratch_builds_and_runs(docker_daemon, hello_binaries, tmp_path):
+def test_dockerfile_scratch_builds_and_runs(docker_held, hello_binaries, tmp_path):
     context = scratch_context(tmp_path, hello_binaries)
-    ref = TAG + "-dockerfile"
-    done = docker("build", "-f", "Dockerfile.scratch", "--build-arg", "TARGETARCH=amd64",
+    ref = docker_held.image(TAG + "-dockerfile")
+    done = docker("build", "--force-rm", "-f", "Dockerfile.scratch", "--build-arg", "TARGETARCH=amd64",
                   "-t", ref, str(context))
     assert done.returncode == 0, done.stdout + done.stderr
-    try:
-        assert run_container(ref).stdout == NOBODY
-        user = docker("image", "inspect", "--format", "{{.Config.User}}", ref).stdout
-        assert user.strip() == "65534:65534"
-    finally:
-        docker("rmi", "-f", ref)
+    assert docker_held.run(ref).stdout == NOBODY
+    user = docker("image", "inspect", "--format", "{{.Config.User}}", ref).stdout
+    assert user.strip() == "65534:65534"
 
 
 def buildkit_command() -> list[str] | None:
@@ -323,21 +308,17 @@ def buildkit_command() -> list[str] | None:
 
 
 @pytest.mark.docker
-def test_dockerfile_scratch_arm64_with_buildkit(docker_daemon, arm64_emulation,
-                                                hello_binaries, tmp_path):
+def test_dockerfile_scratch_arm64_with_buildkit(docker_held, arm64_emulation, hello_binaries, tmp_path):
     command = buildkit_command()
     if command is None:
         pytest.skip("no BuildKit client here: the docker CLI has no buildx plugin and "
                     "is too new to carry BuildKit itself (legacy builder cannot build "
                     "FROM scratch for another platform)")
     context = scratch_context(tmp_path, hello_binaries)
-    ref = TAG + "-dockerfile-arm64"
+    ref = docker_held.image(TAG + "-dockerfile-arm64")
     env = dict(os.environ, DOCKER_BUILDKIT="1")
     done = subprocess.run([*command, "--platform", "linux/arm64", "-f", "Dockerfile.scratch",
                            "-t", ref, str(context)], capture_output=True, text=True,
                           timeout=300, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
-    try:
-        assert run_container(ref, "--platform", "linux/arm64").stdout == NOBODY
-    finally:
-        docker("rmi", "-f", ref)
+    assert docker_held.run(ref, "--platform", "linux/arm64").stdout == NOBODY

@@ -11,10 +11,9 @@ import os
 
 import pytest
 
-from docker_env import arm64_emulation, docker_daemon  # noqa: F401 (fixtures)
+from docker_env import arm64_emulation, docker, docker_daemon, docker_held, holding  # noqa: F401 (fixtures)
 from helpers import EXAMPLES, build, example_programs, run
 from micatool.cli import main
-from test_image import docker, run_container
 
 PROGRAM = EXAMPLES / "words" / "words.mica"
 TAG = f"mica-test-words:{os.getpid()}"
@@ -36,31 +35,31 @@ def test_two_builds_give_the_same_digest(image_tar, tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def loaded(docker_daemon, image_tar):
-    done = docker("load", "-i", str(image_tar))
-    assert done.returncode == 0, done.stderr
-    yield
-    docker("rmi", "-f", TAG, TAG + "-amd64", TAG + "-arm64")
+    with holding() as held:
+        done = held.load(image_tar)
+        assert done.returncode == 0, done.stderr
+        yield
 
 
 @pytest.mark.docker
-def test_the_amd64_container_prints_what_the_program_prints(loaded):
+def test_the_amd64_container_prints_what_the_program_prints(loaded, docker_held):
     expected = run(build(PROGRAM, tier="fast")).stdout
-    done = run_container(TAG + "-amd64", "--platform", "linux/amd64")
+    done = docker_held.run(TAG + "-amd64", "--platform", "linux/amd64")
     assert (done.returncode, done.stdout) == (0, expected)
 
 
 @pytest.mark.docker
-def test_the_arm64_container_prints_the_same(loaded, arm64_emulation):
+def test_the_arm64_container_prints_the_same(loaded, arm64_emulation, docker_held):
     expected = run(build(PROGRAM, tier="fast")).stdout
-    done = run_container(TAG + "-arm64", "--platform", "linux/arm64")
+    done = docker_held.run(TAG + "-arm64", "--platform", "linux/arm64")
     assert (done.returncode, done.stdout) == (0, expected)
 
 
 @pytest.mark.docker
-def test_the_container_runs_as_nobody_without_a_shell(loaded):
+def test_the_container_runs_as_nobody_without_a_shell(loaded, docker_held):
     user = docker("image", "inspect", "--format", "{{.Config.User}}", TAG + "-amd64").stdout.strip()
     assert user == "65534:65534"
-    assert run_container(TAG + "-amd64", "--entrypoint", "/bin/sh").returncode != 0
+    assert docker_held.run(TAG + "-amd64", "--entrypoint", "/bin/sh").returncode != 0
 
 
 def test_size_check_fails_past_a_budget(tmp_path, capsys):

@@ -49,12 +49,13 @@ def deep_recursion():
 
 
 def tree_height(text: str) -> int:
-    """The height of lark's own parse tree (tokens count 0), however deep it is."""
+    """The height of lark's own parse tree (tokens count 0; a chain's links, one level), however deep it is."""
     tallest, stack = 0, [(lark_parser._tree_parser().parse(text), 1)]
     while stack:
         node, depth = stack.pop()
         tallest = max(tallest, depth)
-        stack.extend((child, depth + 1) for child in node.children if isinstance(child, lark.Tree))
+        stack.extend((child, depth + (not lark_parser.chained(node, child))) for child in node.children
+                     if isinstance(child, lark.Tree))
     return tallest
 
 
@@ -165,8 +166,8 @@ def test_what_lark_refuses_falls_back(name):
 def nested(kind: str, depth: int) -> str:
     if kind == "for":
         return program("for i := 1 to 2 do " * depth + "x := 1")
-    if kind == "sum":
-        return program("x := " + " + ".join(["1"] * depth))
+    if kind == "sum":  # nested to the right: a chain nests to the left, at one level
+        return program("x := " + "1 + (" * depth + "1" + ")" * depth)
     if kind == "not":
         return program("x := " + "not " * depth + "a")
     if kind == "array":
@@ -192,6 +193,17 @@ def test_nesting_heights_agree_at_the_limit(kind):
     with pytest.raises(CompileError) as error:
         parse(SourceFile("p.mica", nested(kind, low + 1)))
     assert [d.code for d in error.value.diagnostics] == [2010]
+
+
+@pytest.mark.parametrize("op", ["+", "*", "and", "or", "-"])
+def test_a_chain_is_not_nesting(op):
+    """A chain of 3,000 terms, past MAX_NESTING if each link were a level, stands at
+    the height of one link in both parsers; parentheses around its left part too."""
+    terms = f" {op} ".join(["a"] * 3000)
+    bracketed = "(" * 2999 + "a" + f" {op} a)" * 2999
+    for text in (program("x := " + terms), program("x := " + bracketed)):
+        assert_agree(text, must_accept=True)
+        assert descent_parse(text)[1] == tree_height(text) < 10
 
 
 def streamed(text: str):
@@ -229,7 +241,8 @@ def test_streaming_reads_the_same_tree_as_parse():
 def test_streaming_agrees_on_nesting_inside_a_routine(kind):
     """A body read late still counts toward the program's height: the limit falls where parse puts it."""
     def inside(depth: int) -> str:
-        body = ("for i := 1 to 2 do " * depth + "x := 1") if kind == "for" else "x := " + " + ".join(["1"] * depth)
+        body = ("for i := 1 to 2 do " * depth + "x := 1") if kind == "for" else \
+            "x := " + "1 + (" * depth + "1" + ")" * depth
         return program("R", f"var x, i : integer;\nprocedure R;\nbegin\n{body}\nend;\n")
 
     low, high = 1, descent.MAX_NESTING

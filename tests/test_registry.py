@@ -11,7 +11,6 @@ import contextlib
 import hashlib
 import json
 import re
-import shutil
 import socket
 import subprocess
 import tarfile
@@ -19,15 +18,14 @@ import threading
 
 import pytest
 
-from docker_env import arm64_emulation, docker_daemon, skopeo  # noqa: F401 (fixtures)
+from docker_env import arm64_emulation, docker, docker_daemon, docker_held, skopeo  # noqa: F401 (fixtures)
 from fake_driver import build_fake_driver
 from glibc_base import glibc_base  # noqa: F401 (fixture)
-from helpers import EXAMPLES
+from helpers import EXAMPLES, build
 from micatool.cli import main
 from micatool.link import bases, image, registry
 from registry_env import PASSWORD, USER, auth_registry, free_port, open_registry  # noqa: F401 (fixtures)
 from static_hello import HELLO_LINE, hello_binaries  # noqa: F401 (fixture)
-from test_image import docker
 
 EPOCH = 1700000000
 pytestmark = pytest.mark.registry
@@ -108,10 +106,14 @@ def test_a_refused_login_is_one_line(auth_registry, hello_binaries, monkeypatch,
 
 
 def test_no_login_says_how_to_give_one(auth_registry, hello_binaries, capsys):
-    code = main(["image", str(EXAMPLES / "words" / "words.mica"), "--tag", "mica/words:1", "--platform",
-                 "linux/amd64", "--push", f"{auth_registry.host}/mica/words:1"])
+    words = EXAMPLES / "words" / "words.mica"
+    build(words, tier="fast")  # the runtime built before: its first build has its own lines
+    capsys.readouterr()
+    code = main(["image", str(words), "--tag", "mica/words:1", "--platform", "linux/amd64",
+                 "--push", f"{auth_registry.host}/mica/words:1"])
     assert code == 1
-    assert capsys.readouterr().err == (f"micatool: error: the registry {auth_registry.host} needs a login; "
+    assert capsys.readouterr().err == (f"micatool: pushing {auth_registry.host}/mica/words:1\n"
+                                       f"micatool: error: the registry {auth_registry.host} needs a login; "
                                        f"run: docker login {auth_registry.host}\n")
 
 
@@ -204,21 +206,17 @@ def test_the_base_pulled_keeps_its_layers(pushed_gpu, glibc_base, open_registry)
 
 @pytest.mark.docker
 @pytest.mark.parametrize("platform", ["linux/amd64", "linux/arm64"])
-def test_docker_pulls_and_runs_the_gpu_image(platform, pushed_gpu, docker_daemon, arm64_emulation, tmp_path):
-    ref = pushed_gpu[0]
+def test_docker_pulls_and_runs_the_gpu_image(platform, pushed_gpu, docker_held, arm64_emulation, tmp_path):
+    ref = docker_held.image(pushed_gpu[0])
     triple = {"linux/amd64": "x86_64-linux-gnu", "linux/arm64": "aarch64-linux-gnu"}[platform]
     driver = build_fake_driver(tmp_path, triple + ".2.28")
     done = docker("pull", "--platform", platform, ref, timeout=300)
     assert done.returncode == 0, done.stderr
-    try:
-        done = docker("run", "--rm", "--pull", "never", "--network", "none", "--platform", platform,
-                      "-v", f"{driver}:/usr/lib/{triple}/libcuda.so.1:ro", ref)
-        assert done.returncode == 0, done.stderr
-        host, device, same = done.stdout.splitlines()
-        assert host.split("=", 1)[1] == device.split("=", 1)[1]
-        assert same == "64 of 64 elements identical to the bit"
-    finally:
-        docker("rmi", "-f", ref)
+    done = docker_held.run(ref, "--platform", platform, "-v", f"{driver}:/usr/lib/{triple}/libcuda.so.1:ro")
+    assert done.returncode == 0, done.stderr
+    host, device, same = done.stdout.splitlines()
+    assert host.split("=", 1)[1] == device.split("=", 1)[1]
+    assert same == "64 of 64 elements identical to the bit"
 
 
 class TokenFront:

@@ -23,11 +23,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from docker_env import docker_daemon  # noqa: F401 (fixture)
+from docker_env import docker, docker_daemon, docker_held  # noqa: F401 (fixtures)
 from helpers import EXAMPLES, build
 from micatool.cli import main
 from test_gpt import SMALL, small_folder
-from test_image import docker
 from test_network import host_param
 
 pytestmark = pytest.mark.network
@@ -402,35 +401,31 @@ def test_the_aarch64_server_answers_the_same_bytes(small, trained, server, aarch
 
 
 @pytest.mark.docker
-def test_the_image_serves_from_a_mounted_checkpoint(docker_daemon, work, small, trained, server):
+def test_the_image_serves_from_a_mounted_checkpoint(docker_held, work, small, trained, server):
     """The FROM scratch image, the corpus and checkpoint mounted read-only. The test daemon makes no
     bridge (tests/docker_env.py), so the container shares the host's network and listens on 127.0.0.1
     only, on a port the test picks."""
     source = small / "serve.mica"
     tarball = work / "serve.tar"
     assert main(["-q", "image", str(source), "--tag", TAG, "--platform", "linux/amd64", "-o", str(tarball)]) == 0
-    loaded = docker("load", "-i", str(tarball))
+    loaded = docker_held.load(tarball)
     assert loaded.returncode == 0, loaded.stderr
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    name = f"mica-serve-{os.getpid()}"
+    name = docker_held.container()
     container = docker("run", "-d", "--rm", "--name", name, "--pull", "never", "--network", "host",
                        "-v", f"{trained[0]}:/ck.safetensors:ro",
                        "-v", f"{EXAMPLES / 'gpt' / 'corpus.txt'}:/corpus.txt:ro", TAG,
                        "--corpus", "/corpus.txt", "--load", "/ck.safetensors", "--port", str(port),
                        "--host", "127.0.0.1")
-    try:
-        assert container.returncode == 0, container.stderr
-        answer = None
-        for _ in range(100):  # until it listens: at most 10 s
-            try:
-                answer = get(port, "/sample?n=200&seed=7")
-                break
-            except OSError:
-                time.sleep(0.1)
-        assert answer is not None, docker("logs", name).stderr
-        assert answer == get(server.port, "/sample?n=200&seed=7")
-    finally:
-        docker("rm", "-f", name)
-        docker("rmi", "-f", TAG)
+    assert container.returncode == 0, container.stderr
+    answer = None
+    for _ in range(100):  # until it listens: at most 10 s
+        try:
+            answer = get(port, "/sample?n=200&seed=7")
+            break
+        except OSError:
+            time.sleep(0.1)
+    assert answer is not None, docker("logs", name).stderr
+    assert answer == get(server.port, "/sample?n=200&seed=7")

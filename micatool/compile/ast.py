@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -379,10 +380,36 @@ def shift_lines(node: Node, lines: int) -> None:
             stack.extend(item for item in (value if isinstance(value, list) else [value]) if isinstance(item, Node))
 
 
+def walk(node: Node) -> Iterator[Node]:
+    """node and every node under it, in the order of the text (each before its parts),
+    with a stack rather than recursion: a chain `a + b + c ...` nests as deep as it is
+    long. A node's parts are looked at once it has been handed out, so a caller may
+    replace them first."""
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        yield node
+        parts = []
+        for name in syntax_fields(type(node)):
+            value = getattr(node, name)
+            parts.extend(item for item in (value if isinstance(value, list) else [value]) if isinstance(item, Node))
+        stack.extend(reversed(parts))
+
+
 @functools.cache
 def syntax_fields(cls: type) -> tuple[str, ...]:
     """The fields of a node class that hold syntax: annotations and positions compare=False."""
     return tuple(f.name for f in dataclasses.fields(cls) if f.compare)
+
+
+def left_chain(e: Binary) -> list[Binary]:
+    """e and the binary nodes down its left operands, e first: `a + b * c - d` is
+    -(+(a, *(b, c)), d), whose chain is the - and the +. A chain grows a level
+    with every term, so a stage walks it with a loop, never a Python frame a level."""
+    chain = [e]
+    while chain[-1].left.__class__ is Binary:
+        chain.append(chain[-1].left)
+    return chain
 
 
 def root_name(e: Expr) -> Name | None:

@@ -11,8 +11,9 @@ again to say what is wrong. tests/test_parser.py holds the two to the same trees
 
 Each method parses one rule of mica.lark and is named after it. It also leaves
 in self.height the height lark's tree would have there (a node is one more than
-its tallest child; a token counts 0), so a program nests too deep exactly when
-the lark-built tree would.
+its tallest child; a token counts 0; a binary node's left operand that is a
+binary node, one less), so a program nests too deep exactly when the lark-built
+tree would.
 
 The parser is three layers, each a class over the one before: Cursor, the token
 at hand; ExpressionParser, the expression rules; Parser, the rules above them.
@@ -35,9 +36,11 @@ KEYWORDS = frozenset(
 
 INT64_MAX = 2**63 - 1
 
-# How deep the syntax tree may nest (a block or a call is two levels, a term of
-# a sum one): the later stages walk the tree recursively, and the C compiler
-# limits its own nesting too. Real programs stay under 30.
+# How deep the syntax tree may nest (a block or a call is two levels, an operand
+# one): the later stages walk the tree recursively, and the C compiler limits its
+# own nesting too. A chain `a + b + c ...` nests to the left, +(+(a, b), c), but
+# the stages walk down it in a loop (ast.left_chain), so a binary node's left
+# operand that is a binary node stands at its level. Real programs stay under 30.
 MAX_NESTING = 2000
 
 
@@ -218,7 +221,7 @@ class ExpressionParser(Cursor):
             line, col = self.line, self.col
             self.advance()
             right = self.expr(binding + 1)
-            self.height = max(tallest, self.height) + 1
+            self.height = max(tallest - (left.__class__ is ast.Binary), self.height) + 1
             left, rule = ast.Binary(line, col, op, left, right), binding
 
     def unary(self):

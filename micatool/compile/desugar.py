@@ -45,19 +45,10 @@ def repeated_operand_last(e: ast.Binary) -> None:
 
 def replace_within(node: ast.Node, calls: dict[int, ast.Call]) -> None:
     """Put each call in place of the name it stands for (keyed by the name's id), anywhere under node."""
-    for name in ast.syntax_fields(type(node)):
-        value = getattr(node, name)
-        if isinstance(value, list):
-            for i, item in enumerate(value):
-                if isinstance(item, ast.Node):
-                    value[i] = _replaced(item, calls)
-        elif isinstance(value, ast.Node):
-            setattr(node, name, _replaced(value, calls))
-
-
-def _replaced(node: ast.Node, calls: dict[int, ast.Call]) -> ast.Node:
-    call = calls.get(id(node))
-    if call is not None:
-        return call
-    replace_within(node, calls)
-    return node
+    for parent in ast.walk(node):  # which looks at a node's parts after they are replaced
+        for name in ast.syntax_fields(type(parent)):
+            value = getattr(parent, name)
+            if isinstance(value, list):
+                value[:] = [calls.get(id(item), item) if isinstance(item, ast.Node) else item for item in value]
+            elif isinstance(value, ast.Node):
+                setattr(parent, name, calls.get(id(value), value))

@@ -167,11 +167,17 @@ def _check_nesting(reporter: Reporter, tree: lark.Tree) -> None:
         if depth > MAX_NESTING and not node.meta.empty:
             deepest = node
             break
-        stack.extend((child, depth + 1) for child in node.children if isinstance(child, lark.Tree))
+        stack.extend((child, depth + (not chained(node, child))) for child in node.children
+                     if isinstance(child, lark.Tree))
     if deepest is not None:
         reporter.error(Pos(deepest.meta.line, deepest.meta.column), 2010,
                        f"the program nests more than {MAX_NESTING} levels deep here; split the expression or the "
                        f"blocks into smaller pieces")
+
+
+def chained(node: lark.Tree, child: lark.Tree) -> bool:
+    """A binary node's left operand that is a binary node: a chain's link, at its parent's level."""
+    return node.data == "binary" and child.data == "binary" and child is node.children[0]
 
 
 _TERMINAL_WORDS = {"NAME": "a name", "INT": "an integer", "FLOAT": "a float", "STRING": "a string",
@@ -372,7 +378,8 @@ class Builder:
 
     Every public method is the rule (or alias) of mica.lark it is named after and
     takes that rule's kept children. Each node's height in the tree (a leaf is 1)
-    is kept until its parent is reduced, so the parser knows how deep a program nests.
+    is kept until its parent is reduced, so the parser knows how deep a program nests
+    (a chain's binary nodes at one level: descent.MAX_NESTING says why).
     """
 
     def __init__(self):
@@ -407,11 +414,12 @@ class Builder:
 
     def _reducing(self, method):
         pop, heights = self._heights.pop, self._heights
+        chains = method.__name__ == "binary"
 
         def reduce(children):
             height = 1
             for child in children:  # a token or None is never a key: all keys are live nodes
-                below = pop(id(child), 0)
+                below = pop(id(child), 0) - (chains and child is children[0] and child.__class__ is ast.Binary)
                 if below >= height:
                     height = below + 1
             node = method(*children)

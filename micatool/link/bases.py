@@ -23,6 +23,7 @@ import pathlib
 import tarfile
 from collections.abc import Callable
 
+from .. import progress
 from . import registry
 from .image import (OCI_CONFIG, OCI_INDEX, OCI_LAYER_GZIP, OCI_LAYER_TAR, OCI_MANIFEST,
                     BaseLayers, ImageError, blob_path)
@@ -50,13 +51,15 @@ def load_base(name: str, platforms: list[str]) -> dict[str, BaseLayers]:
     """The base `name` (a folder, a tarball or a registry reference), one
     BaseLayers per platform in `platforms`."""
     path = pathlib.Path(name)
-    if path.is_dir():
-        return from_layout(name, folder_reader(path), platforms)
-    if path.is_file():
-        return from_tarball(name, path, platforms)
+    if path.is_dir() or path.is_file():
+        with progress.step(f"reading the base {name}"):
+            if path.is_dir():
+                return from_layout(name, folder_reader(path), platforms)
+            return from_tarball(name, path, platforms)
     if name.startswith((".", "/")) or not registry.looks_like_reference(name):
         raise ImageError(f"the base {name} is neither a folder, a file nor a registry reference")
-    return from_registry(name, platforms)
+    with progress.step(f"fetching the base {name}", done=f"fetched the base {name}"):
+        return from_registry(name, platforms)
 
 
 # ---------------------------------------------------------------- local sources

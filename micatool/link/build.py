@@ -2,8 +2,10 @@
 
 The runtime (runtime_c/*.c) is compiled once per target, tier and runtime
 version into libmica.a in the cache; a program is then one zig invocation
-that compiles its C and links it with that archive. The first build of a
-target also builds zig's musl, which takes a while: on a terminal, say so.
+that compiles its C and links it with that archive. zig builds a target's C
+library (musl, or glibc's stubs) and compiler_rt when it first links for it,
+which takes a minute: the runtime's step links an empty program to have that
+done too, so the one long step of a first build is the one progress names.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ def runtime_library(target: targets.Target, tier: str, symbols: bool = False) ->
     archive = cache_dir() / "runtime" / f"{target.name}-{kind}-{key[:16]}" / "libmica.a"
     if archive.exists():
         return archive
-    with progress.step(f"building the runtime for {target.name} ({tier}); a target's first build takes a minute"), \
+    what = f"the runtime for {target.name} ({tier}{' with symbols' if symbols else ''})"
+    with progress.step(f"building {what}", "a target's first build takes about a minute", f"built {what}"), \
             tempfile.TemporaryDirectory(prefix="mica-runtime-") as work:
         objects = []
         for source in runtime_sources():
@@ -55,8 +58,18 @@ def runtime_library(target: targets.Target, tier: str, symbols: bool = False) ->
             objects.append(obj)
         temp_archive = Path(work) / "libmica.a"
         zig.ar(temp_archive, objects)
+        empty = Path(work) / "empty.c"
+        empty.write_text("int main(void) { return 0; }\n")
+        link(target, tier, symbols, work, [empty], Path(work) / "empty")
         write_atomically(archive, temp_archive.read_bytes())
     return archive
+
+
+def link(target: targets.Target, tier: str, symbols: bool, work: str, inputs: list[Path], output: Path) -> None:
+    """Compile and link `inputs` (C files and archives) into the binary `output` for target and tier."""
+    flags = targets.tier_flags(tier, symbols) + targets.link_flags(tier, symbols) + list(target.link_flags)
+    zig.cc(["-target", target.triple, *flags, *reproducible(work), "-Wl,--gc-sections", "-I", str(runtime_dir()),
+            *map(str, inputs), "-lpthread", "-o", str(output)])
 
 
 def flavour(program: CProgram, target: targets.Target) -> targets.Target:
@@ -75,16 +88,12 @@ def build(program: CProgram, target: targets.Target, tier: str, output: Path, sy
     the glibc flavour for a GPU program; with symbols kept for a profiler, or stripped."""
     target = flavour(program, target)
     library = runtime_library(target, tier, symbols)
-    flags = targets.tier_flags(tier, symbols) + targets.link_flags(tier, symbols) + list(target.link_flags)
     sweep_stale_work()
     with progress.step(f"compiling for {target.name} ({tier})"), tempfile.TemporaryDirectory(prefix="mica-build-") as work:
         c_file = Path(work) / "program.c"
         c_file.write_text(c_text(program, tier, symbols))
         binary = Path(work) / "program"
-        zig.cc(
-            ["-target", target.triple, *flags, *reproducible(work), "-Wl,--gc-sections", "-I", str(runtime_dir()),
-             str(c_file), str(library), "-lpthread", "-o", str(binary)],
-        )
+        link(target, tier, symbols, work, [c_file, library], binary)
         write_atomically(Path(output), binary.read_bytes(), mode=0o755)
 
 

@@ -16,7 +16,7 @@ from ..compile.symbols import (BuiltinSymbol, ConstSymbol, RoutineSymbol, ShapeV
 from ..compile.types import Record, plain
 from ..diagnostics import Diagnostic, SourceFile
 from ..fmt import format_source
-from .document import Document, Occurrence, Span, place, routine_at, walk
+from .document import Document, Occurrence, Span, place, routine_at
 
 # ---------------------------------------------------------------- hover
 
@@ -38,7 +38,7 @@ def hover(document: Document, line: int, col: int) -> tuple[str, Span] | None:
     token = token_at(document.tokens, line, col)
     if token is None or document.tree is None:
         return None
-    for node in walk(document.tree):
+    for node in ast.walk(document.tree):
         if isinstance(node, ast.Expr) and node.ty is not None and place(node.line) == (0, token.line) \
                 and node.col == token.col:
             return f"`{node.ty}`", Span(0, token.line, token.col, token.col + len(token.text))
@@ -95,7 +95,7 @@ def call_of(document: Document, node: ast.Node | None) -> ast.Call | None:
 
 
 def calls(document: Document) -> list[ast.Call]:
-    return [n for n in walk(document.tree) if isinstance(n, ast.Call)]
+    return [n for n in ast.walk(document.tree) if isinstance(n, ast.Call)]
 
 
 def token_at(tokens: list[Token], line: int, col: int) -> Token | None:
@@ -260,7 +260,7 @@ def record_before(document: Document, last: Token) -> Record | None:
     """The record type of the expression that ends with this token (a name, a field, an
     index), from the analyzer's annotations."""
     best = None
-    for node in walk(document.tree):
+    for node in ast.walk(document.tree):
         if not isinstance(node, (ast.Name, ast.Field, ast.Index)) or node.ty is None:
             continue
         if isinstance(node, ast.Name) and place(node.line) == (0, last.line) and node.col == last.col:
@@ -371,7 +371,7 @@ def outline(document: Document) -> list[Outline]:
 
 
 def last_line_of(node: ast.Node) -> int:
-    return max(place(n.line)[1] for n in walk(node))
+    return max(place(n.line)[1] for n in ast.walk(node))
 
 
 # The kinds of semantic token the server gives, in the legend's order.

@@ -117,14 +117,14 @@ def occurrences(document: Document) -> list[Occurrence]:
     at = {file: {(t.line, t.col): i for i, t in enumerate(tokens[file])} for file in tokens}
     found: list[Occurrence] = []
     for tree in trees:
-        for node in walk(tree):
+        for node in ast.walk(tree):
             if isinstance(node, ast.Name) and node.symbol is not None:
                 span = name_span(node.line, node.col, tokens, at, node.unit is not None)
                 if span is not None:
                     found.append(Occurrence(span, node.symbol, node))
     for file, tree in enumerate(trees):  # type names, as the file's own scope resolves them
         scope = file_scope(document, tree)
-        for node in walk(tree):
+        for node in ast.walk(tree):
             if isinstance(node, ast.NamedType) and scope is not None:
                 symbol = lookup_type(document, scope, node)
                 span = name_span(node.line, node.col, tokens, at, node.unit is not None)
@@ -161,15 +161,6 @@ def lookup_type(document: Document, scope: Scope, node: ast.NamedType) -> Symbol
         return scope.lookup(node.name)
     unit = document.analyzer.units.get(node.unit)
     return unit.scope.lookup(node.name) if unit is not None else None
-
-
-def walk(node):
-    yield node
-    for name in ast.syntax_fields(type(node)):
-        value = getattr(node, name)
-        for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, ast.Node):
-                yield from walk(item)
 
 
 def place(line: int) -> tuple[int, int]:
@@ -229,4 +220,4 @@ def routine_at(document: Document, line: int) -> RoutineSymbol | None:
 
 
 def last_line(node: ast.Node) -> int:
-    return max(n.line for n in walk(node))
+    return max(n.line for n in ast.walk(node))

@@ -223,10 +223,23 @@ class Expressions:
             self.a.routine.touches_tracked = True
 
     def expr_Binary(self, e: ast.Binary, expected):
+        """`a + b + c` is +(+(a, b), c): a chain's nodes are checked innermost first in a loop,
+        not in a Python frame each, so a chain may be as long as a program likes."""
+        chain = ast.left_chain(e)
+        expects = [expected]
+        for node in chain[:-1]:
+            expects.append(operand_expected(node.op, expects[-1]))
+        innermost = chain[-1]
+        self.expr(innermost.left, operand_expected(innermost.op, expects[-1]))
+        for node, node_expected in zip(reversed(chain), reversed(expects)):
+            node.ty = self.binary(node, node_expected)
+        return e.ty
+
+    def binary(self, e: ast.Binary, expected) -> Type:
+        """The type of `left op right`, its left operand checked already."""
         op = e.op
-        sub_expected = expected if op in "+-*/" else None
-        lt = self.expr(e.left, sub_expected if not isinstance(expected, Tensor) else None)
-        rt = self.expr(e.right, sub_expected if not isinstance(expected, Tensor) else None)
+        lt = e.left.ty
+        rt = self.expr(e.right, operand_expected(op, expected))
         if isinstance(lt, ErrorType) or isinstance(rt, ErrorType):
             return ERROR
         result = self.binary_type(e, op, lt, rt)
@@ -441,6 +454,11 @@ class Expressions:
                 self.a.error(e, 4023, f"the constant expression overflows a 64-bit integer ({value})")
                 return None
         return value
+
+
+def operand_expected(op: str, expected: Type | None) -> Type | None:
+    """The type an operand of `op` is expected to have: arithmetic hands on a scalar's."""
+    return expected if op in "+-*/" and not isinstance(expected, Tensor) else None
 
 
 # The method that checks each kind of node: expr_Name checks an ast.Name.

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import struct
-from dataclasses import fields
 
 from ...diagnostics import Hint
 from .. import ast
@@ -119,15 +118,6 @@ def indexes_string(e: ast.Expr) -> bool:
 
 def writes_part_of_tracked(e: ast.Expr) -> bool:
     return isinstance(e, ast.Index) and is_tracked(e.base.ty)
-
-
-def children(e: ast.Expr):
-    for f in fields(e):
-        value = getattr(e, f.name)
-        if isinstance(value, ast.Expr):
-            yield value
-        elif isinstance(value, list):
-            yield from (v for v in value if isinstance(v, ast.Expr))
 
 
 def shapes_free(t: Type) -> Type | None:

@@ -15,7 +15,7 @@ server.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 from .. import ast
 from ..symbols import RoutineSymbol, VarSymbol
@@ -281,20 +281,14 @@ def apart(first: ast.Expr, second: ast.Expr) -> bool:
 def read_nodes(tree) -> list:
     """Every node of a block's body that is read: all but the lent places themselves
     (their indices are read)."""
-    found = []
-
-    def walk(n):
+    found, stack = [], [tree]
+    while stack:  # not recursion: a chain `a + b + c ...` nests as deep as it is long
+        n = stack.pop()
         if isinstance(n, list):
-            for item in n:
-                walk(item)
+            stack.extend(reversed(n))
         elif isinstance(n, ast.AddressArg):
-            for step in steps(n.place)[1:]:
-                walk(step.indices if isinstance(step, ast.Index) else [])
+            stack.extend(reversed([step.indices if isinstance(step, ast.Index) else [] for step in steps(n.place)[1:]]))
         elif isinstance(n, ast.Node):
             found.append(n)
-            for f in fields(n):
-                if f.compare:  # the syntax, not the analyzer's annotations
-                    walk(getattr(n, f.name))
-
-    walk(tree)
+            stack.extend(reversed([getattr(n, name) for name in ast.syntax_fields(type(n))]))
     return found

@@ -8,7 +8,7 @@ from ..symbols import ConstSymbol, ShapeVarSymbol, TypeSymbol
 from ..residency import holds_device
 from ..types import (ERROR, STREAM, Array, Channel, ErrorType, Record, Scalar, Tensor, Tracked, Type, has_tracked,
                      storage_bytes, trackable)
-from .rules import STATIC_LIMIT_BYTES, STREAM_ALONE, TENSOR_CONSTRUCTORS, children
+from .rules import STATIC_LIMIT_BYTES, STREAM_ALONE, TENSOR_CONSTRUCTORS
 
 
 class TypeSyntax:
@@ -167,9 +167,7 @@ class TypeSyntax:
         return value
 
     def mentions_shape_var(self, e: ast.Expr, known) -> bool:
-        if isinstance(e, ast.Name):
-            return e.ident in known
-        return any(self.mentions_shape_var(c, known) for c in children(e))
+        return any(isinstance(node, ast.Name) and node.ident in known for node in ast.walk(e))
 
     def record_type(self, t: ast.RecordType, name, known) -> Type:
         fields: list[tuple[str, Type]] = []

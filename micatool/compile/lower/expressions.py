@@ -22,6 +22,10 @@ from ..types import (BOOLEAN, FLOAT32, FLOAT64, INTEGER, INTEGER_RANGES, STRING,
                      Type, needs_drop, plain, substitute)
 from .device import uses_device
 
+# How many terms of a chain (a + b + c ...) a scalar's C text nests before it gets
+# a name: the C compiler refuses more than 2048 nested parentheses.
+CHAIN_SPAN = 500
+
 NON_FINITE = {"inf": "__builtin_inf()", "-inf": "(-__builtin_inf())", "nan": '__builtin_nan("")'}
 
 
@@ -59,6 +63,7 @@ class Expressions:
     def __init__(self, f):
         self.f = f  # the function being lowered, and through it the other parts
         self.emit = f.emit
+        self.ready: dict[int, CValue] = {}  # chain nodes lowered ahead (lower_chain), by id, until taken
 
     # ============================================================ helpers
 
@@ -154,12 +159,33 @@ class Expressions:
 
     def value(self, e: ast.Expr, expected: Type | None = None) -> CValue:
         """Lower e for reading."""
+        ready = self.ready.pop(id(e), None)
+        if ready is not None:
+            return ready
         t = self.f.concrete(e.ty)
         if e.folded is not None and plain(t) == STRING:
             return self.expr_StrLit(ast.StrLit(e.line, e.col, e.folded), expected)
         if e.folded is not None and isinstance(plain(t), Scalar):
             return CValue(constant_text(e.folded, t), t)
+        if e.__class__ is ast.Binary and e.left.__class__ is ast.Binary and id(e.left) not in self.ready:
+            self.lower_chain(e)
         return getattr(self, "expr_" + type(e).__name__)(e, expected)
+
+    def lower_chain(self, e: ast.Binary) -> None:
+        """`a + b + c` is +(+(a, b), c): lower the binary nodes down e's left operands
+        innermost first, in a loop, each kept for the node above to take as it lowers
+        its left operand first, so a chain may be as long as a program likes. A node
+        that does otherwise (the tape's fused nodes and scaled tensors) lowers its left
+        operand itself. Every CHAIN_SPAN terms a scalar's C text gets a name."""
+        chain = [e]
+        while chain[-1].left.__class__ is ast.Binary and id(chain[-1].left) not in self.ready:
+            chain.append(chain[-1].left)
+        for depth, node in enumerate(reversed(chain[:-1]), 1):
+            if self.f.tape.takes_left_first(node):
+                v = self.value(node.left)
+                if depth % CHAIN_SPAN == 0 and v.type.__class__ is Scalar and not v.lvalue:
+                    v = self.materialize(v)
+                self.ready[id(node.left)] = v
 
     def place(self, e: ast.Expr) -> CValue:
         """Lower e as storage to write."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import ast
-from ..analyzer.rules import children, is_dynamic_row
+from ..analyzer.rules import is_dynamic_row
 from ..c_types import SUFFIX
 from ..cvalue import CValue
 from ..residency import on_gpu
@@ -42,7 +42,7 @@ def appended(s: ast.Assign) -> ast.Expr | None:
 
 
 def calls_in(e: ast.Expr) -> bool:
-    return isinstance(e, ast.Call) or any(calls_in(c) for c in children(e))
+    return any(isinstance(node, ast.Call) for node in ast.walk(e))
 
 
 def bare(text: str) -> str:

@@ -191,7 +191,7 @@ class Tape:
             nodes = [self.node(e.left, dtype), self.node(e.right, dtype)]
             return self.node_value(self.record(kernel, t, nodes, line), t)
         # one side is a scalar; the other is the tracked value, or a tensor it scales
-        tensor_left = (isinstance(lt, Tensor) and lt.rank > 0) or (_scalar_like(rt) and left_tracked)
+        tensor_left = _tensor_first(lt, rt, left_tracked)
         main, other = (e.left, e.right) if tensor_left else (e.right, e.left)
         other_tracked = right_tracked if tensor_left else left_tracked
         a = self.node(main, dtype)
@@ -217,6 +217,18 @@ class Tape:
             return self.node_value(self.record("divide", t, [a, k], line), t)
         numerator = self.const_node(CValue(k, element), dtype, device)
         return self.node_value(self.record("div", t, [numerator, a], line), t)
+
+    def takes_left_first(self, e: ast.Binary) -> bool:
+        """Whether lowering e lowers its left operand, whole, before anything else: all
+        do but what record_binary makes of a fused node, which takes its operands apart,
+        and of a scalar on the left of a tensor or tracked value, which comes second."""
+        t = self.f.concrete(e.ty)
+        if not (self.in_window and isinstance(t, Tracked)):
+            return True
+        if attention_parts(self.f.op_context, e, t) or product_plus_parts(self.f.op_context, e, t):
+            return False
+        left = self.f.concrete(e.left.ty)
+        return _tensor_first(plain(left), plain(self.f.concrete(e.right.ty)), isinstance(left, Tracked))
 
     def record_tensor_pair(self, op: str, e: ast.Binary, lt: Tensor, rt: Tensor, t: Type) -> str:
         a, b = self.node(e.left), self.node(e.right)
@@ -285,6 +297,12 @@ class Tape:
         count = t.count if isinstance(t, Tensor) else 1
         self.emit.line(f'mica_tape_gradient({data}, &{place.text}.tag, {dtype_of(t)}, {count}, "{name}", {line});')
         return CValue(out, t, lvalue=True)
+
+
+def _tensor_first(lt: Type, rt: Type, left_tracked: bool) -> bool:
+    """Whether record_binary records its left operand first: all but a scalar on the left
+    of a tensor or of a tracked value (two tensors and two tracked scalars pass too)."""
+    return (isinstance(lt, Tensor) and lt.rank > 0) or (_scalar_like(rt) and left_tracked)
 
 
 def _scalar_like(t: Type) -> bool:
