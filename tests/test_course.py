@@ -93,3 +93,22 @@ def test_make_runs_a_chapters_programs_in_order_printing_what_its_cells_recorded
     done = subprocess.run(["make", "-s", "-C", str(ROOT / "examples" / "course" / chapter.stem), "run",
                            f"MICATOOL={sys.executable} -m micatool"], capture_output=True, text=True)
     assert (done.stdout, done.returncode) == (expected, 0), done.stderr
+
+
+@pytest.mark.slow
+def test_the_gpt_chapter_trains_what_examples_gpt_trains():
+    """Chapter 12 says its TrainGpt cell's rows at steps 1, 100, 200, 300 and 400, and the
+    validation line and sample after its table, are what `gpt.mica -- --steps 400` prints."""
+    chapter = ROOT / "docs" / "course" / "12-gpt.md"
+    cells = notebook.cells(chapter, chapter.read_text().splitlines())
+    recorded = next(cell.recording.text for cell in cells if "program TrainGpt;" in cell.program.text).splitlines()
+    done = subprocess.run([sys.executable, "-m", "micatool", "run", "examples/gpt/gpt.mica", "--", "--steps", "400"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=1200)
+    assert done.returncode == 0, done.stderr
+    printed = done.stdout.splitlines()
+    rows = {line.split()[0]: line.rsplit(None, 1)[0] for line in printed if re.match(r"^\s*\d+\s+[\d.]+\s+[\d.]+", line)}
+    for step in ("1", "100", "200", "300", "400"):
+        assert rows[step] in recorded, step  # step, train and val: tokens/s is left out
+    after = printed.index(next(line for line in printed if line.startswith("validation loss ")))
+    start = recorded.index(printed[after])
+    assert recorded[start:start + len(printed) - after] == printed[after:]
