@@ -445,8 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         top.print_help(sys.stderr)
         return 2
-    if args.quiet:
-        progress.silence()
+    progress.quiet(getattr(args, "quiet", False))
     args.args = program_args
     try:
         return COMMANDS[args.command][0](args)

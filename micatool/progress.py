@@ -22,9 +22,11 @@ from collections.abc import Iterator
 _quiet = False
 
 
-def silence() -> None:
+def quiet(wanted: bool) -> None:
+    """Whether steps say nothing (--quiet): set by each command, so one run's choice
+    does not outlast it where several run in one process."""
     global _quiet
-    _quiet = True
+    _quiet = wanted
 
 
 def on_a_terminal() -> bool:

@@ -296,16 +296,19 @@ def test_a_spinner_shows_on_a_terminal_only(hello, tmp_path):
 def test_on_a_pipe_a_long_step_says_when_it_starts_and_how_long_it_took(capsys, monkeypatch):
     """A quick step (no `done`) says nothing there; --quiet silences a long one too."""
     from micatool import progress
+    from micatool.cli import main
 
     with progress.step("fetching the base b", done="fetched the base b"), progress.step("writing b.tar"):
         pass
     assert re.fullmatch(r"micatool: fetching the base b\nmicatool: fetched the base b in [0-9]+\.[0-9] s\n",
                         capsys.readouterr().err)
     monkeypatch.setattr(progress, "_quiet", False)
-    progress.silence()
+    progress.quiet(True)
     with progress.step("fetching the base b", done="fetched the base b"):
         pass
     assert capsys.readouterr().err == ""
+    assert main(["version"]) == 0  # a command without -q speaks again, whatever ran before it in this process
+    assert not progress._quiet
 
 
 def test_a_first_builds_hint_is_whole_on_an_80_column_terminal(hello, tmp_path):
