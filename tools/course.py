@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
 from pathlib import Path
 
@@ -127,7 +126,7 @@ def write() -> None:
         print(f"wrote {path.relative_to(ROOT)}")
     for folder in EXAMPLES.iterdir():
         if folder.is_dir() and not any(folder.iterdir()):
-            shutil.rmtree(folder)
+            folder.rmdir()
 
 
 if __name__ == "__main__":

@@ -317,24 +317,21 @@ class ExpressionParser(Cursor):
         return literal
 
     def expr_list(self) -> list:
-        items = [self.expr()]
+        return self.comma_list(self.expr)
+
+    def arg_list(self) -> list:
+        return self.comma_list(self.arg)
+
+    def comma_list(self, item) -> list:
+        """One or more of `item`, separated by commas; the height is one more than the tallest."""
+        items = [item()]
         tallest = self.height
         while self.kind == ",":
             self.advance()
-            items.append(self.expr())
+            items.append(item())
             tallest = max(tallest, self.height)
         self.height = tallest + 1
         return items
-
-    def arg_list(self) -> list:
-        args = [self.arg()]
-        tallest = self.height
-        while self.kind == ",":
-            self.advance()
-            args.append(self.arg())
-            tallest = max(tallest, self.height)
-        self.height = tallest + 1
-        return args
 
     def arg(self):
         if self.kind == "address":
