@@ -316,14 +316,21 @@ async def test_semantic_tokens_colour_names_by_what_they_name(client, split):
     legend = ["keyword", "comment", "string", "number", "operator", "variable", "parameter", "function", "type",
               "namespace", "property", "enumMember"]
     line = col = 0
-    kinds = {}
+    kinds, predeclared = {}, set()
     for i in range(0, len(found.data), 5):
-        dl, dc, length, kind, _ = found.data[i:i + 5]
+        dl, dc, length, kind, modifiers = found.data[i:i + 5]
         line, col = line + dl, (col + dc if dl == 0 else dc)
-        kinds[text.split("\n")[line][col:col + length]] = legend[kind]
+        word = text.split("\n")[line][col:col + length]
+        kinds[word] = legend[kind]
+        if modifiers == 1:  # the legend's one modifier, defaultLibrary
+            predeclared.add(word)
     assert kinds["program"] == "keyword" and kinds["Layers"] == "namespace" and kinds["Layer"] == "function"
     assert kinds["Block"] == "type" and kinds["Steps"] == "enumMember" and kinds["twins"] == "variable"
     assert kinds["0.5"] == "number" and kinds["' '"] == "string" and kinds["k"] == "variable"
+    # the vocabulary and the predeclared types are the library's; the program's and its units' names are not
+    assert kinds["Sum"] == kinds["WriteLn"] == "function" and kinds["float64"] == "type"
+    assert predeclared == {"Seed", "Normal", "Sum", "Mul", "Backward", "WriteLn", "Gradient", "Save", "ParamStr",
+                           "float64", "integer"}, predeclared
 
 
 async def test_formatting_gives_fmts_text(client, tmp_path):

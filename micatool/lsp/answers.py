@@ -377,23 +377,28 @@ def last_line_of(node: ast.Node) -> int:
 # The kinds of semantic token the server gives, in the legend's order.
 TOKEN_TYPES = ["keyword", "comment", "string", "number", "operator", "variable", "parameter", "function",
                "type", "namespace", "property", "enumMember"]
+# Its one modifier: a predeclared name (the vocabulary, float64, Pi), which an editor colours
+# as its grammar would a library's (VS Code: support.function, support.type).
+DEFAULT_LIBRARY = "defaultLibrary"
 
 
-def semantic_tokens(document: Document) -> list[tuple[int, int, int, str]]:
-    """(line, column, length in characters, kind) of each token worth colouring, in order;
-    a comment or string over several lines gives one per line, as the editor counts them
-    (a lone '\r' ends one there too: lines.py)."""
+def semantic_tokens(document: Document) -> list[tuple[int, int, int, str, bool]]:
+    """(line, column, length in characters, kind, whether predeclared) of each token worth
+    colouring, in order; a comment or string over several lines gives one per line, as the
+    editor counts them (a lone '\r' ends one there too: lines.py)."""
     named = {(o.span.line, o.span.col): o for o in document.occurrences if o.span.file == 0}
     found = []
     for token in document.tokens:
-        kind = token_kind(token, named.get((token.line, token.col)))
+        occurrence = named.get((token.line, token.col))
+        kind = token_kind(token, occurrence)
         if kind is None:
             continue
+        predeclared = token.kind == "NAME" and occurrence is not None and occurrence.symbol.pos.line == 0
         for i, line in enumerate(token.text.split("\n")):
             col = token.col if i == 0 else 1
             for piece in line.split("\r"):
                 if piece:
-                    found.append((token.line + i, col, len(piece), kind))
+                    found.append((token.line + i, col, len(piece), kind, predeclared))
                 col += len(piece) + 1
     return found
 

@@ -258,7 +258,7 @@ def symbol(server: MicaServer, document: Document, o: answers.Outline) -> types.
                                 selection_range=whole, children=[symbol(server, document, c) for c in o.children])
 
 
-LEGEND = types.SemanticTokensLegend(token_types=answers.TOKEN_TYPES, token_modifiers=[])
+LEGEND = types.SemanticTokensLegend(token_types=answers.TOKEN_TYPES, token_modifiers=[answers.DEFAULT_LIBRARY])
 
 
 @SERVER.feature(types.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, LEGEND)
@@ -266,12 +266,12 @@ def semantic_tokens(server: MicaServer, params: types.SemanticTokensParams) -> t
     document = server.document(params.text_document.uri)
     lines = server.lines(document)
     data, last_line, last_start = [], 0, 0
-    for line, col, length, kind in answers.semantic_tokens(document):
+    for line, col, length, kind, predeclared in answers.semantic_tokens(document):
         start = server.point(lines, line, col)
         end = server.point(lines, line, col + length)
         delta_start = start.character - last_start if start.line == last_line else start.character
         data += [start.line - last_line, delta_start, end.character - start.character,
-                 answers.TOKEN_TYPES.index(kind), 0]
+                 answers.TOKEN_TYPES.index(kind), int(predeclared)]  # bit 0: defaultLibrary
         last_line, last_start = start.line, start.character
     return types.SemanticTokens(data=data)
 
