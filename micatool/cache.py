@@ -7,10 +7,12 @@ never leaves a half-written file.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -48,6 +50,16 @@ def write_atomically(path: Path, content: bytes | Callable[[BinaryIO], None], mo
         Path(temp).unlink(missing_ok=True)
         raise
     sync_directory(path.parent)
+
+
+@contextlib.contextmanager
+def held_alone(lock: Path) -> Iterator[None]:
+    """One process at a time in the block, among all that name the same lock file: two
+    builds that want the same cached file make it once, the second waiting for the first."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # released when the file closes, or the process dies
+        yield
 
 
 def sync_directory(path: Path) -> None:

@@ -10,14 +10,16 @@ done too, so the one long step of a first build is the one progress names.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 
 from .. import progress, targets
-from ..cache import cache_dir, digest, write_atomically
+from ..cache import cache_dir, digest, held_alone, write_atomically
 from ..compile.cprogram import CProgram
 from . import zig
 
@@ -45,24 +47,37 @@ def runtime_library(target: targets.Target, tier: str, symbols: bool = False) ->
     archive = cache_dir() / "runtime" / f"{target.name}-{kind}-{key[:16]}" / "libmica.a"
     if archive.exists():
         return archive
+    with held_alone(archive.with_name("building.lock")):
+        if not archive.exists():  # another process may have built it while this one waited
+            build_runtime(target, tier, symbols, archive)
+    return archive
+
+
+def build_runtime(target: targets.Target, tier: str, symbols: bool, archive: Path) -> None:
+    """Compile the runtime's files into `archive`, and have zig build the target's C library."""
+    flags = targets.tier_flags(tier, symbols)
     what = f"the runtime for {target.name} ({tier}{' with symbols' if symbols else ''})"
     with progress.step(f"building {what}", "a target's first build takes about a minute", f"built {what}"), \
             tempfile.TemporaryDirectory(prefix="mica-runtime-") as work:
-        objects = []
-        for source in runtime_sources():
-            if source.suffix != ".c":
-                continue
-            obj = Path(work) / (source.stem + ".o")
+        sources = [source for source in runtime_sources() if source.suffix == ".c"]
+        objects = [Path(work) / (source.stem + ".o") for source in sources]
+
+        def compile_one(pair: tuple[Path, Path]) -> None:
+            source, obj = pair
             zig.cc(["-target", target.triple, *flags, *reproducible(work), "-I", str(runtime_dir()), "-c", str(source),
                     "-o", str(obj)])
-            objects.append(obj)
+
+        # Each file is its own zig process, as many at once as there are cores, the largest
+        # first so that no long one starts last; the archive keeps the sources' order.
+        largest_first = sorted(zip(sources, objects), key=lambda pair: -pair[0].stat().st_size)
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            list(pool.map(compile_one, largest_first))
         temp_archive = Path(work) / "libmica.a"
         zig.ar(temp_archive, objects)
         empty = Path(work) / "empty.c"
         empty.write_text("int main(void) { return 0; }\n")
         link(target, tier, symbols, work, [empty], Path(work) / "empty")
         write_atomically(archive, temp_archive.read_bytes())
-    return archive
 
 
 def link(target: targets.Target, tier: str, symbols: bool, work: str, inputs: list[Path], output: Path) -> None:
