@@ -25,6 +25,17 @@ from micatool.cache import cache_dir  # noqa: E402
 
 EDITOR = Path(__file__).resolve().parents[1] / "editors" / "vscode"
 
+# The files that take a minute or more on an empty cache (fresh caches, every gemm ISA,
+# every tier and target, the images' bases), in the order they start: first, so that
+# with -n the workers do not wait at the end for one long file begun last.
+LONGEST_FIRST = ["test_clean_machine", "test_cli", "test_gemm", "test_gpu_image", "test_examples", "test_chains",
+                 "test_fake_driver", "test_notebook", "test_deploy"]
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))  # stable: a file's own order is kept
+
 
 @pytest.fixture(scope="session")
 def aarch64():

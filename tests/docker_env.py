@@ -3,7 +3,8 @@
 Gives two session fixtures:
   docker_daemon    a daemon that answers `docker info`. When none answers it
                    installs Debian's docker.io if needed, starts dockerd in the
-                   background, and stops it again when the session ends.
+                   background, and stops it again when the last test process
+                   using it (pytest-xdist's workers share it) ends.
   arm64_emulation  qemu's aarch64 binfmt handler registered (package
                    qemu-user-static), so linux/arm64 containers run on x86_64.
 
@@ -21,6 +22,7 @@ passes quietly.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import itertools
 import os
 import pathlib
@@ -34,12 +36,15 @@ from collections.abc import Iterator
 
 import pytest
 
+from micatool.cache import held_alone
 from system import Unavailable, apt_install, sh, tail
 
 BINFMT = pathlib.Path("/proc/sys/fs/binfmt_misc")
 QEMU_CONF = pathlib.Path("/usr/lib/binfmt.d/qemu-aarch64.conf")
 PIDFILE = pathlib.Path("/var/run/docker.pid")
 START_WAIT_S = 60
+DAEMON_START = pathlib.Path(tempfile.gettempdir()) / "mica-tests-dockerd.lock"  # one process checks or starts it
+DAEMON_USERS = pathlib.Path(tempfile.gettempdir()) / "mica-tests-dockerd.users"  # held shared by each using it
 # No iptables rules and no docker0 bridge: the tests' containers need no
 # network, and the host's network is left as it was.
 DOCKERD_FLAGS = [["--iptables=false", "--bridge=none"],
@@ -123,21 +128,27 @@ def stop(proc: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="session")
 def docker_daemon():
-    """A Docker daemon that answers; started here (and stopped after) if none did."""
+    """A Docker daemon that answers; started here if none did, and then stopped when the
+    last test process using it is done (pytest-xdist's workers share one daemon: each
+    holds the users file shared while it may use the daemon, and the one that started
+    it waits for the file alone before stopping it)."""
     proc = None
+    users = open(DAEMON_USERS, "a")
     try:
-        ensure_docker_installed()
-        if not daemon_answers():
-            log = pathlib.Path(tempfile.gettempdir()) / "mica-tests-dockerd.log"
-            proc = start_dockerd(log)
+        with held_alone(DAEMON_START):
+            ensure_docker_installed()
+            if not daemon_answers():
+                proc = start_dockerd(pathlib.Path(tempfile.gettempdir()) / "mica-tests-dockerd.log")
+            fcntl.flock(users, fcntl.LOCK_SH)
     except Unavailable as e:
+        users.close()
         give_up(f"docker: {e}")
     yield
     if proc:
-        stop(proc)
-
-
-# ---------------------------------------------------------------- what the tests leave in Docker's store
+        with held_alone(DAEMON_START):  # no process starts using it meanwhile
+            fcntl.flock(users, fcntl.LOCK_EX)
+            stop(proc)
+    users.close()
 
 
 def docker(*args: str, timeout: float = 180, env=None) -> subprocess.CompletedProcess:

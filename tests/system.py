@@ -7,8 +7,6 @@ tests that need it give when they skip.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import os
 import re
@@ -16,6 +14,8 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+
+from micatool.cache import held_alone
 
 _apt_updated = False
 APT_ENV = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
@@ -37,13 +37,10 @@ def sh(args: list[str], timeout: float = 60, env: dict | None = None, cwd=None) 
     return done.returncode, done.stdout
 
 
-@contextlib.contextmanager
 def apt_turn():
     """One apt-get at a time among the test processes (pytest-xdist's workers, a second
     session): apt refuses to run beside another rather than wait for it."""
-    with open(Path(tempfile.gettempdir()) / "mica-tests-apt.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
+    return held_alone(Path(tempfile.gettempdir()) / "mica-tests-apt.lock")
 
 
 def apt_update(force: bool = False) -> None:
