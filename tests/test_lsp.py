@@ -175,6 +175,22 @@ async def test_a_unit_open_in_the_editor_is_read_as_the_editor_has_it(client, sp
     assert await published(client, uri, lambda d: d == []) == []
 
 
+async def test_a_unit_the_editor_has_never_saved_is_found(client, tmp_path):
+    """A new unit, open in the editor but not yet on disk, is what the program using it
+    finds; closed unsaved, it is not found again."""
+    program = "program P;\nuses Fresh;\nbegin\n    WriteLn(Fresh.Twice(2));\nend.\n"
+    uri, diagnostics = await opened(client, tmp_path / "p.mica", program)
+    assert [(d.code, span(d)) for d in diagnostics] == [(3010, (1, 5, 1, 10))]
+    unit = "unit Fresh;\ninterface\nfunction Twice(n : integer) : integer;\nimplementation\n" \
+           "function Twice(n : integer) : integer;\nbegin\n    result := 2 * n;\nend;\nend.\n"
+    unit_uri, unit_diagnostics = await opened(client, tmp_path / "fresh.mica", unit)
+    assert unit_diagnostics == [] and not (tmp_path / "fresh.mica").exists()
+    assert await published(client, uri, lambda d: d == []) == []
+    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=doc(unit_uri)))
+    shown = await published(client, uri, lambda d: d != [])
+    assert [(d.code, span(d)) for d in shown] == [(3010, (1, 5, 1, 10))]
+
+
 async def test_positions_after_a_lone_carriage_return_are_the_editors(client, tmp_path):
     """Mica ends a line at '\n' only, the protocol at a lone '\r' too: every position
     the server gives or takes after one is on the editor's line, at its column."""

@@ -16,13 +16,26 @@ in the generated C and in a run-time trap.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..diagnostics import FILE_LINE_BITS, MAX_FILE_LINES, MAX_FILES, CompileError, Diagnostic, SourceFile
 from . import ast
 from .source import SourceError, load_source, parse
+
+
+class Files:
+    """Where units' files come from: the disk. The language server's own reads the files
+    open in the editor as the editor has them, saved or not, and finds those never saved."""
+
+    def exists(self, path: Path) -> bool:
+        return path.is_file()
+
+    def read(self, path: str) -> SourceFile:
+        return load_source(path)
+
+
+DISK = Files()
 
 
 @dataclass
@@ -32,11 +45,11 @@ class UnitFile:
 
 
 def load(source: SourceFile, tree: ast.Program | ast.Unit, include: tuple[str, ...] = (),
-         read: Callable[[str], SourceFile] = load_source) -> list[UnitFile]:
+         files: Files = DISK) -> list[UnitFile]:
     """The units `tree` uses, directly or not, in dependency order, their lines shifted;
-    or the CompileError that says which cannot be had. `read` gives a unit's file's text
-    as load_source does (the language server's gives the editor's, where it has one)."""
-    loader = Loader(include, read)
+    or the CompileError that says which cannot be had. Their files are found and read
+    through `files`."""
+    loader = Loader(include, files)
     loader.visit(source, tree, [])
     if not loader.diagnostics and len(loader.order) + 1 > MAX_FILES:
         loader.error(source, tree.pos, 3023, f"the program is made of {len(loader.order) + 1} files; "
@@ -68,8 +81,8 @@ def file_names(unit: str) -> list[str]:
 
 
 class Loader:
-    def __init__(self, include: tuple[str, ...], read: Callable[[str], SourceFile]):
-        self.include, self.read = include, read
+    def __init__(self, include: tuple[str, ...], files: Files):
+        self.include, self.files = include, files
         self.done: dict[Path, UnitFile] = {}  # by the file's resolved path
         self.by_name: dict[str, UnitFile] = {}
         self.unreadable: set[Path] = set()  # told once, however many files use it
@@ -108,7 +121,7 @@ class Loader:
         folders = search_folders(source, self.include)
         for folder, _ in folders:
             for name in file_names(use.name):
-                if (folder / name).is_file():
+                if self.files.exists(folder / name):
                     return (folder / name).resolve()
         looked = ", ".join(f"{folder or '.'} ({why})" for folder, why in folders)
         self.error(source, use.pos, 3010, f"unit '{use.name}' not found: looked for "
@@ -117,7 +130,7 @@ class Loader:
 
     def load_unit(self, source: SourceFile, use: ast.Use, found: Path, chain) -> None:
         try:
-            unit_source = self.read(display_path(found))
+            unit_source = self.files.read(display_path(found))
             tree = parse(unit_source)
         except SourceError as e:
             self.unreadable.add(found)

@@ -10,7 +10,6 @@ checked gives diagnostics and fewer answers.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 from ..compile import ast, units
 from ..compile.analyzer import Analysis, Analyzer
 from ..compile.descent import Token, scan
-from ..compile.source import load_source, parse_recovering
+from ..compile.source import parse_recovering
 from ..compile.symbols import RoutineSymbol, Scope, Symbol, TypeSymbol
 from ..diagnostics import FILE_LINE_BITS, MAX_FILE_LINES, CompileError, Diagnostic, Pos, SourceFile
 
@@ -58,7 +57,7 @@ class Document:
     unit_files: list[units.UnitFile] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     occurrences: list[Occurrence] = field(default_factory=list)
-    units_read: set[Path] = field(default_factory=set)  # every unit's file the check read, parsed or not
+    unit_paths: set[Path] = field(default_factory=set)  # every unit's file the check read or looked for
 
     def file_path(self, file: int) -> str:
         return self.path if file == 0 else str(Path(self.unit_files[file - 1].source.name).resolve())
@@ -74,23 +73,33 @@ class Document:
         return [o for o in self.occurrences if o.symbol is symbol]
 
 
-def check(path: str, text: str, include: tuple[str, ...] = (),
-          read: Callable[[str], SourceFile] = load_source) -> Document:
-    """The file at path, holding text, checked; `read` gives the text of a unit it uses (units.load)."""
+class Watched(units.Files):
+    """`files`, noting in `seen` each unit's file a check reads or looks for: a change to
+    one of them (opened, edited, saved, closed) may change what the check finds."""
+
+    def __init__(self, files: units.Files, seen: set[Path]):
+        self.files, self.seen = files, seen
+
+    def exists(self, path: Path) -> bool:
+        self.seen.add(path.resolve())
+        return self.files.exists(path)
+
+    def read(self, path: str) -> SourceFile:
+        self.seen.add(Path(path).resolve())
+        return self.files.read(path)
+
+
+def check(path: str, text: str, include: tuple[str, ...] = (), files: units.Files = units.DISK) -> Document:
+    """The file at path, holding text, checked; its units' files come through `files`."""
     source = SourceFile(path, text)
     document = Document(path, text, source, scan(text))
-
-    def reading(unit: str) -> SourceFile:
-        document.units_read.add(Path(unit).resolve())
-        return read(unit)
-
     tree, syntax, repairs = parse_recovering(source)
     document.diagnostics = list(syntax)
     if tree is None:
         return document
     document.tree = tree
     try:
-        document.unit_files = units.load(source, tree, include, reading)
+        document.unit_files = units.load(source, tree, include, Watched(files, document.unit_paths))
     except CompileError as e:
         document.diagnostics += e.diagnostics
         return document

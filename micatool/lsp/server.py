@@ -20,6 +20,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
+from pygls.workspace import TextDocument
 
 from .. import __version__
 from ..compile import units
@@ -41,6 +42,26 @@ SYMBOL_KINDS = {"constant": types.SymbolKind.Constant, "type": types.SymbolKind.
                 "keyword": types.SymbolKind.Key, "shape": types.SymbolKind.TypeParameter}
 
 
+class EditorFiles(units.Files):
+    """Units' files as the editor has them: an open file's text, saved or not (a file
+    never saved is found too), and the disk's for the rest."""
+
+    def __init__(self, server: LanguageServer):
+        self.server = server
+
+    def opened(self, path: Path) -> TextDocument | None:
+        wanted = path.resolve()
+        return next((d for d in self.server.workspace.text_documents.values() if Path(d.path).resolve() == wanted),
+                    None)
+
+    def exists(self, path: Path) -> bool:
+        return self.opened(path) is not None or path.is_file()
+
+    def read(self, path: str) -> SourceFile:
+        opened = self.opened(Path(path))
+        return SourceFile(path, opened.source) if opened is not None else load_source(path)
+
+
 class MicaServer(LanguageServer):
     """The server and the documents it has checked, by URI, with the version each was checked at."""
 
@@ -49,6 +70,7 @@ class MicaServer(LanguageServer):
         self.include = include
         self.checked: dict[str, tuple[int | None, Document]] = {}
         self.pending: dict[str, asyncio.TimerHandle] = {}
+        self.files = EditorFiles(self)
 
     def document(self, uri: str) -> Document:
         """The document's newest text, checked."""
@@ -57,22 +79,16 @@ class MicaServer(LanguageServer):
         known = self.checked.get(uri)
         if known is None or known[0] != version or known[1].text != text_document.source:
             path = to_fs_path(uri) or uri
-            known = (version, check(path, text_document.source, self.include, self.read))
+            known = (version, check(path, text_document.source, self.include, self.files))
             self.checked[uri] = known
         return known[1]
 
-    def read(self, path: str) -> SourceFile:
-        """A unit's file: the editor's text where it is open there, saved or not, else the file's."""
-        wanted = Path(path).resolve()
-        opened = next((d for d in self.workspace.text_documents.values() if Path(d.path).resolve() == wanted), None)
-        return SourceFile(path, opened.source) if opened is not None else load_source(path)
-
     def unit_changed(self, uri: str) -> None:
         """The editor's text of the file at uri changed, or is the file's again: the documents
-        that use it as a unit are checked again, and their diagnostics published once the
+        that use it as a unit, or looked for it there, are checked again, and their diagnostics published once the
         typing pauses."""
         path = Path(to_fs_path(uri) or uri).resolve()
-        for other in [other for other, (_, document) in self.checked.items() if path in document.units_read]:
+        for other in [other for other, (_, document) in self.checked.items() if path in document.unit_paths]:
             del self.checked[other]
             self.later(other)
 
