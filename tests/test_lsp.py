@@ -37,6 +37,30 @@ async def client(lsp_client: LanguageClient):
     await lsp_client.shutdown_session()
 
 
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "micatool", "lsp"]))
+async def uninitialized(lsp_client: LanguageClient):
+    """A server not yet asked `initialize`, for a test that reads its answer."""
+    yield
+
+
+async def test_the_editor_sends_the_whole_text_on_each_change(uninitialized):
+    """pygls would apply an incremental edit by lines it splits with str.splitlines, which
+    also breaks at a form feed or U+2028, where the protocol does not: so the server asks
+    for the whole text instead, and a change after either character lands where typed."""
+    answer = await uninitialized.initialize_session(types.InitializeParams(capabilities=types.ClientCapabilities()))
+    assert answer.capabilities.text_document_sync.change == types.TextDocumentSyncKind.Full
+    uri = "file:///tmp/feed.mica"
+    text = "program P; { a\fb \u2028 c }\nbegin\n    WriteLn(1);\nend.\n"
+    uninitialized.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="mica", version=1, text=text)))
+    uninitialized.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text.replace("(1)", "(y)"))]))
+    shown = await published(uninitialized, uri, lambda d: d != [])
+    assert [(d.code, span(d)) for d in shown] == [(3001, (2, 12, 2, 13))]
+    await uninitialized.shutdown_session()
+
+
 @pytest.fixture
 def split(tmp_path) -> Path:
     for path in SPLIT.glob("*.mica"):

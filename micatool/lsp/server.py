@@ -66,7 +66,10 @@ class MicaServer(LanguageServer):
     """The server and the documents it has checked, by URI, with the version each was checked at."""
 
     def __init__(self, include: tuple[str, ...] = ()):
-        super().__init__("micatool", __version__)
+        # The whole text on each change: pygls applies an incremental edit by lines it
+        # splits with str.splitlines, which also breaks at a form feed or U+2028, where
+        # the protocol's lines (lines.py) do not. A 1,000-line file is 30 KB a change.
+        super().__init__("micatool", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
         self.include = include
         self.checked: dict[str, tuple[int | None, Document]] = {}
         self.pending: dict[str, asyncio.TimerHandle] = {}
