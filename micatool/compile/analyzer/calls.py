@@ -3,6 +3,7 @@ shape bindings and lent arguments."""
 
 from __future__ import annotations
 
+from ...diagnostics import Hint
 from .. import ast, ops, residency, shapes
 from ..ops.conversions import check_conversion
 from ..symbols import BuiltinSymbol, RoutineSymbol, TypeSymbol
@@ -56,6 +57,15 @@ class Calls:
                     return ERROR
         return t
 
+    def hiding(self, routine: RoutineSymbol) -> tuple[Hint, ...]:
+        """A call that does not fit a routine named like an op of the vocabulary was most
+        likely meant for the op, which the program's declaration hides."""
+        if routine.name not in ops.OPS:
+            return ()
+        return (Hint.note(f"'{routine.name}' here is the routine declared at {self.a.reporter.line_of(routine.pos)}, "
+                          f"which hides the predeclared '{routine.name}'"),
+                Hint.help(f"rename that routine to call the predeclared '{routine.name}' here"))
+
     def routine_call(self, e: ast.Call, routine: RoutineSymbol) -> Type:
         if self.a.routine is not None:
             self.a.routine.calls = self.a.routine.calls | {routine}
@@ -68,7 +78,7 @@ class Calls:
             for arg in e.args:
                 self.a.expressions.expr(arg.place if isinstance(arg, ast.AddressArg) else arg)
             return self.a.error(e, 4027, f"'{routine.name}' takes {count(len(routine.params), 'argument')}, "
-                                         f"found {len(e.args)}")
+                                         f"found {len(e.args)}", *self.hiding(routine))
         if any(p.by_address for p in routine.params):
             self.a.calls_lending.append((e, routine))
         binding: dict[str, object] = {}
@@ -93,7 +103,8 @@ class Calls:
             try:
                 fits = shapes.unify(param.type, t, binding)
             except shapes.ShapeMismatch as why:
-                self.a.error(arg, 6008, f"argument '{param.name}' of '{routine.name}' has type '{t}': {why}")
+                self.a.error(arg, 6008, f"argument '{param.name}' of '{routine.name}' has type '{t}': {why}",
+                             *self.hiding(routine))
                 ok = False
                 continue
             concrete = substitute(param.type, binding)
@@ -114,7 +125,7 @@ class Calls:
                     continue
                 code = 6010 if isinstance(plain(t), Tensor) and isinstance(plain(concrete), Tensor) else 4028
                 self.a.error(arg, code, f"argument '{param.name}' of '{routine.name}' must be '{concrete}', "
-                                        f"found '{t}'")
+                                        f"found '{t}'", *self.hiding(routine))
                 ok = False
             else:
                 self.a.declarations.note_untracking(arg, t, concrete, f"parameter '{param.name}' of '{routine.name}'")
