@@ -61,6 +61,7 @@ static void permute(void *data, int64_t n, size_t size, const int64_t *order, in
 
 #define SORT(S, T, LESS)                                                                  \
     void mica_sort_##S(T *keys, int64_t n, void *other, int64_t other_n, size_t other_size, int line) { \
+        if (other == (void *)keys) other = NULL; /* Sort(address a, address a) sorts a */ \
         if (n < 2 && other == NULL) return;                                               \
         if (other == NULL) {                                                              \
             MERGE_PASSES(T, keys, n, line, ITSELF, LESS);                                 \

@@ -186,6 +186,8 @@ begin
     Sort(address v);
     Sort(a);
     Sort(address a, address b, address b);
+    Sort(address a, address unknown);
+    Sort(address a, address unknown[0]);
 end.
 """
 
@@ -203,7 +205,9 @@ def test_what_sort_refuses_is_named(tmp_path, capsys):
         "analyzer error 4032: 'Sort' needs an array of integers, floats or strings, found 'array[0..1] of P'",
         "analyzer error 4032: 'Sort' needs an array of integers, floats or strings, found 'vector[3] of float64'",
         "analyzer error 5006: Sort's first argument writes the caller's storage: pass it as 'address <place>'",
-        "analyzer error 4027: 'Sort' takes 1 or 2 arguments, found 3"]
+        "analyzer error 4027: 'Sort' takes 1 or 2 arguments, found 3",
+        "analyzer error 3001: unknown name 'unknown'",  # a second argument in error is that error alone
+        "analyzer error 3001: unknown name 'unknown'"]
 
 
 def test_dynamic_arrays_of_two_lengths_trap_at_the_line(tmp_path):
@@ -212,3 +216,13 @@ def test_dynamic_arrays_of_two_lengths_trap_at_the_line(tmp_path):
     result = run(build_text(tmp_path, text, "trap.mica"))
     assert (result.returncode, result.stdout, result.stderr) == (1, "", "trap.mica:8: Sort's arrays differ in length: "
                                                                         "3 and 2\n")
+
+
+def test_an_array_sorted_with_itself_is_sorted(tmp_path):
+    """Sort(address a, address a): a's elements move with a's, which is sorting a."""
+    text = ("program SortAlias;\nvar\n    a : array[0..4] of integer;\n    s : array of string;\n    i : integer;\n"
+            "begin\n    a[0] := 3; a[1] := 1; a[2] := 4; a[3] := 1; a[4] := 5;\n    Sort(address a, address a);\n"
+            "    for i := 0 to 4 do Write(a[i], ' ');\n    WriteLn;\n    s := Split('pear fig apple fig', ' ');\n"
+            "    Sort(address s, address s);\n    WriteLn(Join(s, ','));\nend.\n")
+    result = run(build_text(tmp_path, text, "alias.mica"))
+    assert (result.returncode, result.stdout) == (0, "1 1 3 4 5 \napple,fig,fig,pear\n"), result.stderr

@@ -27,7 +27,9 @@ def check_sort(a, call, expected) -> Type:
         wrong(a, call, call.args[0].place, keys, "an array of integers, floats or strings")
     if len(call.args) == 2:
         other = a.address_arg(call.args[1], "Sort's second argument")
-        if not isinstance(other, ErrorType) and not isinstance(plain(other), Array):
+        if isinstance(other, ErrorType):
+            return VOID
+        if not isinstance(plain(other), Array):
             wrong(a, call, call.args[1].place, other, "an array as its second argument")
         elif not isinstance(keys, ErrorType) and isinstance(plain(keys), Array) \
                 and not plain(keys).is_dynamic and not plain(other).is_dynamic \
