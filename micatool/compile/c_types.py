@@ -135,12 +135,13 @@ class CTypes:
 
     def define_array(self, t: Array) -> str:
         element = self.name(t.element)
+        stem = element.replace(" *", "_ptr")  # a channel's C type is a pointer: 'mica_channel *'
         if t.is_dynamic:
-            name = f"{element}__dynarr"
+            name = f"{stem}__dynarr"
             definition = f"typedef struct {{ int64_t len; {element} *e; }} {name};"
         else:
             low, high = (str(bound).replace("-", "m") for bound in (t.low, t.high))
-            name = f"{element}__arr_{low}_{high}"
+            name = f"{stem}__arr_{low}_{high}"
             definition = f"typedef struct {{ {element} e[{t.length}]; }} {name};"
         if definition in self.definitions:
             return name  # arrays of device tensors of different shapes share their C type
