@@ -4,7 +4,7 @@ the static size limits."""
 from __future__ import annotations
 
 from .. import ast
-from ..symbols import ConstSymbol, ShapeVarSymbol, TypeSymbol
+from ..symbols import AmbiguousSymbol, ConstSymbol, ShapeVarSymbol, TypeSymbol
 from ..residency import holds_device
 from ..types import (ERROR, STREAM, Array, Channel, ErrorType, Record, Scalar, Tensor, Tracked, Type, has_tracked,
                      storage_bytes, trackable)
@@ -140,6 +140,9 @@ class TypeSyntax:
             symbol = self.a.scope.lookup(d.ident)
             if d.ident in known:
                 return d.ident
+            if isinstance(symbol, AmbiguousSymbol):  # two used units declare it: qualify it (3016)
+                self.a.resolve(d)
+                return None
             if isinstance(symbol, TypeSymbol):
                 self.a.error(d, 4005, f"'{d.ident}' is a type; a dimension is a constant or a shape variable")
                 return None
