@@ -99,6 +99,7 @@ class Analyzer:
         self.unit_name: str | None = None  # the unit being checked, None in the program
         self.units: dict[str, UnitSymbol] = {}  # every unit checked so far, by name
         self.visible_units: dict[str, UnitSymbol] = {}  # those the file being checked uses
+        self.implementation_only: set[str] = set()  # while a unit's interface is checked: its implementation's uses
         self.routine: RoutineSymbol | None = None
         self.call: ast.Call | None = None  # the call whose arguments are being checked (5119's help names it)
         self.tape_depth = 0
@@ -168,8 +169,10 @@ class Analyzer:
         tree = unit.tree
         self.enter_file(tree.interface_uses, tree.name)
         first = len(self.routines)
+        self.implementation_only = {use.name for use in tree.implementation_uses} - set(self.visible_units)
         for decl in tree.interface:
             self.declarations.declaration(decl, self.globals)
+        self.implementation_only = set()
         exports = dict(self.globals.names)
         interface_consts = list(self.global_consts)
         self.visible_units.update((use.name, self.units[use.name]) for use in tree.implementation_uses)
@@ -223,9 +226,14 @@ class Analyzer:
             return None
         if symbol is not None:
             return symbol
-        if e.unit is None:
+        if e.unit is None and ident in self.units:  # `Z.x` for a unit of the program this file does not use
+            self.error(e, 3018, f"'{ident}' is not a unit this file uses: add it to a uses clause")
+        elif e.unit is None:
             self.error(e, 3001, f"unknown {what} '{ident}'" + self.suggest(ident),
                        *([Hint.help(RETURN_HELP)] if ident == "return" else []))
+        elif e.unit != self.unit_name and e.unit in self.implementation_only:
+            self.error(e, 3018, f"'{e.unit}' is used by this unit's implementation only: to name it in the "
+                                f"interface, move it to the interface's uses clause")
         elif e.unit != self.unit_name and e.unit not in self.visible_units:
             self.error(e, 3018, f"'{e.unit}' is not a unit this file uses: add it to a uses clause")
         elif e.unit != self.unit_name and ident in self.visible_units[e.unit].scope.names:
