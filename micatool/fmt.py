@@ -257,12 +257,23 @@ class Printer:
                 line += 1
                 continue
             indent = self.indent_of(line, tokens, next_code.get(line))
-            written = self.write_line(line, tokens, indent)
+            written = self.write_line(line, self.carried(tokens), indent)
             out.extend(written)
             line += len(written)
         while out and out[-1] == "":
             out.pop()
         return "\n".join(out) + "\n"
+
+    def carried(self, tokens: list[Token]) -> list[Token]:
+        """A line's tokens, and, where it ends in a comment over several lines, the tokens
+        after that comment on the line where it closes, and so on: they are one piece."""
+        tokens = list(tokens)
+        while "\n" in tokens[-1].text:
+            after = self.by_line.get(tokens[-1].line + tokens[-1].text.count("\n"))
+            if not after:
+                break
+            tokens += after
+        return tokens
 
     def next_code_lines(self) -> dict[int, int]:
         """For a line of comments alone, the next line that holds code."""
@@ -300,21 +311,23 @@ class Printer:
         return indent
 
     def write_line(self, line: int, tokens: list[Token], indent: int) -> list[str]:
-        """The line rewritten, and the lines a comment that spans them carries along."""
+        """The line rewritten, and the lines a comment that spans them carries along, with
+        the code after it where it closes (`carried`)."""
+        shift = indent - self.original_indent(line)
         text = " " * indent
         previous = None
         for k, token in enumerate(tokens):
             if previous is not None:
                 if token.kind == "comment" and k == len(tokens) - 1:
-                    wanted = token.col - 1 + indent - self.original_indent(line)
-                    text += " " * max(wanted - len(text), 1)
+                    # its column as written; a line a comment carried moves by `shift` below
+                    wanted = token.col - 1 + (shift if token.line == line else 0)
+                    text += " " * max(wanted - len(text.rsplit("\n", 1)[-1]), 1)
                 else:
                     text += self.gap(previous, token)
             text += token.text
             previous = token
         written = text.split("\n")
         if len(written) > 1:  # a comment over several lines: its other lines move as its first did
-            shift = indent - self.original_indent(line)
             written = [written[0]] + [shifted(rest, shift) for rest in written[1:]]
         return [w.rstrip() for w in written]
 

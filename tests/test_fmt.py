@@ -150,6 +150,47 @@ def test_the_canonical_layout_of_a_messy_program():
     assert format_source(SourceFile("messy.mica", MESSY)) == TIDY
 
 
+# Code after a comment over several lines, on the line where the comment closes, stays
+# there: the comment and that code move as one piece.
+CARRIED = """program Carried;
+{ a comment over
+  two lines } var x : integer;
+begin
+  x := 1 + { a
+  b } 2;   // after
+      (* c
+   d *) x := x * 3;
+  WriteLn(x); { e
+     f } WriteLn(x + 1); (* g
+  h *) { i
+  j } WriteLn(x + 2)
+end.
+"""
+
+CARRIED_TIDY = """program Carried;
+{ a comment over
+  two lines } var x : integer;
+begin
+    x := 1 + { a
+    b } 2;   // after
+    (* c
+ d *) x := x * 3;
+    WriteLn(x); { e
+       f } WriteLn(x + 1); (* g
+    h *) { i
+    j } WriteLn(x + 2)
+end.
+"""
+
+
+def test_code_after_a_comment_over_lines_stays_where_the_comment_closes():
+    formatted = format_source(SourceFile("carried.mica", CARRIED))
+    assert formatted == CARRIED_TIDY
+    assert [(t.kind, t.line) for t in scan(formatted)] == [(t.kind, t.line) for t in scan(CARRIED)]
+    assert compile_program(SourceFile("carried.mica", formatted)).c == compile_program(
+        SourceFile("carried.mica", CARRIED)).c
+
+
 def test_check_names_the_files_that_would_change_and_changes_none(tmp_path, capsys):
     (tmp_path / "a.mica").write_text(MESSY)
     (tmp_path / "b.mica").write_text(TIDY)
