@@ -92,7 +92,7 @@ def _recover(source: SourceFile, reporter: Reporter, text: RepairedText):
             break
         except lark.exceptions.UnexpectedToken as e:
             at = Pos(e.token.line, e.token.column) if e.token.type != "$END" else _end_pos(view)
-            if text.past_unclosed_comment(at):
+            if text.past_unclosed_comment(at) or (e.token.type == "$END" and text.ends_in_a_mend()):
                 break
             if e.token.type != "$END" and text.take_out_follow_on(e.token.start_pos):
                 told, last = -1, None  # a mend's doing, taken out untold; each takes out a token or more

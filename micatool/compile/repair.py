@@ -101,6 +101,12 @@ class RepairedText:
         self.blank(start, stop)
         return True
 
+    def ends_in_a_mend(self) -> bool:
+        """Is the text's last token on a line a lexical mend changed? The end of the file
+        met right after it is the mend's doing (a string left open took the `end.` in)."""
+        tokens = self.code_tokens()
+        return bool(tokens) and tokens[-1].line in self.mended
+
     def repair_token(self, token, code: int) -> bool:
         """The token lark could not take, mended as its diagnostic's code says."""
         self.taken_out_to = None
@@ -135,11 +141,15 @@ class RepairedText:
 
     def tokens_at(self, offset: int) -> tuple[list[Token], int | None]:
         """The text's tokens but comments, and the number of the one at offset."""
+        tokens = self.code_tokens()
+        return tokens, next((i for i, t in enumerate(tokens) if t.offset == offset), None)
+
+    def code_tokens(self) -> list[Token]:
+        """The text's tokens but comments, as the text is now."""
         if self.rescan_from is not None:
             self.scanned = self.rescanned()
             self.rescan_from, self.rescan_to, self.moved = None, 0, 0
-        tokens = [t for t in self.scanned if t.kind != "comment"]
-        return tokens, next((i for i, t in enumerate(tokens) if t.offset == offset), None)
+        return [t for t in self.scanned if t.kind != "comment"]
 
     def rescanned(self) -> list[Token]:
         """The tokens of the text as changed. Only the text the changes touched is scanned
