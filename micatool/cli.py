@@ -32,6 +32,11 @@ class UsageError(Exception):
     """A command line that names something missing or impossible."""
 
 
+class MalformedCommandLine(UsageError):
+    """A command line whose words cannot mean anything together (a KEY=VALUE without
+    '=', --overwrite without --push): status 2, as for a word argparse refuses."""
+
+
 RUN_FAILED = 101  # `run`'s own failure, distinct from any status its program gives
 
 
@@ -90,6 +95,7 @@ def output_path(args, default: str) -> Path:
     """Where -o says, or `default`; as cc does, a folder that is not there is
     an error rather than something to create."""
     output = Path(args.output) if args.output else Path(default)
+    load_source(args.program)  # the program's own trouble first: missing, a folder, not a .mica file
     if not output.parent.is_dir():
         raise UsageError(f"cannot write '{output}': the folder '{output.parent}' does not exist")
     if output.resolve() == Path(args.program).resolve():
@@ -121,11 +127,14 @@ def cmd_image(args) -> int:
 
     labels, annotations = key_values(args.label, "--label"), key_values(args.annotation, "--annotation")
     if args.load and args.push and not args.output:
-        raise UsageError("--load hands Docker the tarball: give -o as well as --push")
+        raise MalformedCommandLine("--load hands Docker the tarball: give -o as well as --push")
     if args.overwrite and not args.push:
-        raise UsageError("--overwrite moves a registry tag: it goes with --push")
+        raise MalformedCommandLine("--overwrite moves a registry tag: it goes with --push")
     if args.push:
-        registry.push_target(args.push)  # a bad reference is told before anything is built
+        try:
+            registry.push_target(args.push)  # a bad reference is told before anything is built
+        except ImageError as e:
+            raise MalformedCommandLine(str(e)) from None
     program = _compile(args, args.program)
     if program.uses_gpu and not args.base:
         raise image.ImageError(f"{args.program} uses the GPU, so its binary needs glibc (docs/gpu.md): "
@@ -164,7 +173,7 @@ def key_values(items: list[str] | None, flag: str) -> dict[str, str]:
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise UsageError(f"{flag} {item!r}: give KEY=VALUE")
+            raise MalformedCommandLine(f"{flag} {item!r}: give KEY=VALUE")
         pairs[key] = value
     return pairs
 
@@ -461,6 +470,9 @@ def report(e: BaseException) -> int:
     if isinstance(e, CompileError):
         print(e, file=sys.stderr)
         return 1
+    if isinstance(e, MalformedCommandLine):
+        print(f"micatool: error: {e}", file=sys.stderr)
+        return 2
     if isinstance(e, OSError):  # the file and the system's reason, without Python's errno dressing
         print(f"micatool: error: {e.filename or 'file'}: {e.strerror or e}", file=sys.stderr)
         return 1

@@ -101,6 +101,10 @@ def test_a_source_must_be_named_mica_and_is_never_overwritten(hello, tmp_path):
     done = micatool("build", str(hello), "-o", str(hello))
     assert (done.returncode, hello.read_text()) == (1, HELLO)
     assert "would overwrite its own source" in done.stderr
+    for wrong in (tmp_path / "missing", tmp_path):  # the program's own trouble comes first
+        done = micatool("build", str(wrong), cwd=tmp_path)
+        assert (done.returncode, done.stderr) == (1, f"micatool: error: '{wrong}' is not a Mica source file: its "
+                                                     f"name must end in .mica\n")
 
 
 def test_run_gives_the_program_only_what_follows_the_separator(tmp_path):

@@ -83,7 +83,7 @@ def test_outside_git_only_title_and_created(tmp_path, monkeypatch):
     assert seen["labels"] == {image.CREATED: "2023-11-14T22:13:20Z", image.TITLE: "words"}
 
 
-def test_a_label_without_a_value_is_a_usage_error(tmp_path, capsys):
+def test_a_label_without_a_value_is_a_malformed_command_line(tmp_path, capsys):
     assert main(["image", str(EXAMPLES / "words" / "words.mica"), "--tag", TAG, "--label", "team",
-                 "-o", str(tmp_path / "w.tar")]) == 1
+                 "-o", str(tmp_path / "w.tar")]) == 2
     assert capsys.readouterr().err == "micatool: error: --label 'team': give KEY=VALUE\n"

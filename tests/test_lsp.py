@@ -10,6 +10,7 @@ import asyncio
 import random
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -59,6 +60,15 @@ async def test_the_editor_sends_the_whole_text_on_each_change(uninitialized):
     shown = await published(uninitialized, uri, lambda d: d != [])
     assert [(d.code, span(d)) for d in shown] == [(3001, (2, 12, 2, 13))]
     await uninitialized.shutdown_session()
+
+
+async def test_a_message_that_is_not_json_is_told_in_one_line_and_the_server_goes_on():
+    body = b'{"jsonrpc": "2.0", "id": 1, "method": "shutdown"}'
+    sent = b"Content-Length: 5\r\n\r\n{bad}" + b"Content-Length: %d\r\n\r\n" % len(body) + body
+    done = subprocess.run([sys.executable, "-m", "micatool", "lsp"], input=sent, capture_output=True, timeout=60)
+    assert done.stderr.decode() == ("micatool lsp: Unable to handle message: Expecting property name enclosed in "
+                                    "double quotes: line 1 column 2 (char 1)\n")
+    assert b'"method": "window/showMessage"' in done.stdout and b'"id": 1' in done.stdout  # shutdown answered
 
 
 @pytest.fixture

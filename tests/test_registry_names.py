@@ -57,10 +57,11 @@ def test_push_flags_that_do_not_fit_are_told_before_building(tmp_path, capsys):
     from micatool.cli import main
 
     words = str(EXAMPLES / "words" / "words.mica")
-    assert main(["image", words, "--tag", "w:1", "--overwrite", "-o", str(tmp_path / "w.tar")]) == 1
+    # a malformed command line, status 2, as for a word argparse refuses
+    assert main(["image", words, "--tag", "w:1", "--overwrite", "-o", str(tmp_path / "w.tar")]) == 2
     assert capsys.readouterr().err == "micatool: error: --overwrite moves a registry tag: it goes with --push\n"
-    assert main(["image", words, "--tag", "w:1", "--push", "127.0.0.1:5000/w:1", "--load"]) == 1
+    assert main(["image", words, "--tag", "w:1", "--push", "127.0.0.1:5000/w:1", "--load"]) == 2
     assert capsys.readouterr().err == "micatool: error: --load hands Docker the tarball: give -o as well as --push\n"
-    assert main(["image", words, "--tag", "w:1", "--push", "127.0.0.1:5000/W:1"]) == 1
+    assert main(["image", words, "--tag", "w:1", "--push", "127.0.0.1:5000/W:1"]) == 2
     assert "is not a tag Docker accepts" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []

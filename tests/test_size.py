@@ -84,6 +84,12 @@ def test_bad_budget_is_refused_with_its_key(tmp_path):
         read_budgets(path)
 
 
+def test_a_missing_budget_file_is_named_with_the_systems_reason(tmp_path):
+    with pytest.raises(BudgetError) as refused:
+        read_budgets(tmp_path / "none.toml")
+    assert str(refused.value) == f"{tmp_path / 'none.toml'}: No such file or directory"
+
+
 def test_repository_budgets_file_reads():
     read_budgets(REPO / "images" / "budgets.toml")
 

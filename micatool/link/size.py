@@ -142,7 +142,9 @@ def read_budgets(path, section: str = "examples") -> dict[tuple[str, str], int]:
     try:
         with open(path, "rb") as f:
             doc = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError) as e:
+    except OSError as e:
+        raise BudgetError(f"{path}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
         raise BudgetError(f"{path}: {e}") from None
     budgets = {}
     for example, targets in doc.get(section, {}).items():

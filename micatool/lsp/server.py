@@ -14,6 +14,8 @@ checked again too.
 from __future__ import annotations
 
 import asyncio
+import logging
+import sys
 from pathlib import Path
 
 from lsprotocol import types
@@ -336,7 +338,20 @@ def code_actions(server: MicaServer, params: types.CodeActionParams) -> list[typ
     return found
 
 
+class OneLine(logging.Formatter):
+    """pygls's log on standard error, each record one line: a message it could not read
+    (not JSON, say) is told with its reason, never with a Python traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        reason = f": {record.exc_info[1]}" if record.exc_info and record.exc_info[1] is not None else ""
+        return f"micatool lsp: {record.getMessage()}{reason}"
+
+
 def serve(include: tuple[str, ...] = ()) -> None:
     """Answer an editor on standard input and output until it says exit."""
+    log = logging.StreamHandler(sys.stderr)
+    log.setFormatter(OneLine())
+    logging.getLogger("pygls").addHandler(log)
+    logging.getLogger("pygls").propagate = False
     SERVER.include = include
     SERVER.start_io()
