@@ -192,8 +192,9 @@ def cmd_size(args) -> int:
             measured.setdefault(name, {})[arch] = sizes
     budgets = size.budget_rows(measured, args.check) if args.check else []
     ok = all(row["verdict"] != "OVER" for row in budgets)
-    if args.json:
-        print(json.dumps({"sizes": rows, "budgets": budgets, "ok": ok} if args.check else {"sizes": rows}))
+    if args.json:  # one object per line: each size row, then each budget row (the status says if all fit)
+        for row in rows + budgets:
+            print(json.dumps(row))
     else:
         print(size.format_table(rows))
         if args.check:
@@ -431,7 +432,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
         if name in ("check", "size"):
             sub.add_argument("--json", action="store_true",
                              help="machine-readable output: " + ("one JSON object per diagnostic" if name == "check"
-                                                                 else "one JSON object of sizes (and budgets)"))
+                                                                 else "one JSON object per size row (and budget row)"))
     return top, subs
 
 
