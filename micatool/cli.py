@@ -95,7 +95,6 @@ def output_path(args, default: str) -> Path:
     """Where -o says, or `default`; as cc does, a folder that is not there is
     an error rather than something to create."""
     output = Path(args.output) if args.output else Path(default)
-    load_source(args.program)  # the program's own trouble first: missing, a folder, not a .mica file
     if not output.parent.is_dir():
         raise UsageError(f"cannot write '{output}': the folder '{output.parent}' does not exist")
     if output.resolve() == Path(args.program).resolve():
@@ -104,8 +103,9 @@ def output_path(args, default: str) -> Path:
 
 
 def cmd_build(args) -> int:
+    source = load_source(args.program)  # the program's own trouble first: missing, a folder, not a .mica file
     output = output_path(args, default_binary(Path(args.program).stem, args.target))
-    _build_binary(_compile(args, args.program), args.target, args.tier, output, args.symbols)
+    _build_binary(compile_program(source, includes(args)), args.target, args.tier, output, args.symbols)
     if not args.output and output.name != Path(args.program).stem:
         print(f"wrote {output} (for {args.target.name})", file=sys.stderr)
     return 0
